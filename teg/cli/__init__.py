@@ -1,0 +1,48 @@
+"""Command-line interface: a thin click group; each subcommand lives in its own module and calls
+the library. Errors a user can fix (:class:`teg.TegError` and subclasses) print one line and exit 2.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+
+import click
+
+from teg import TegError, __version__
+
+
+def user_errors(fn):
+    """Decorator: turn :class:`TegError` (and file errors) into a one-line message and exit code 2."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except (TegError, FileNotFoundError, IsADirectoryError, PermissionError, LookupError) as exc:
+            msg = str(exc) or exc.__class__.__name__
+            click.echo(f"teg: error: {msg}", err=True)
+            sys.exit(2)
+
+    return wrapper
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="teg")
+def main() -> None:
+    """teg — estimate NVIDIA GPU kernel cycles from SASS + an instruction trace."""
+
+
+def _register() -> None:
+    """Import the subcommand modules (each adds itself to ``main``)."""
+    import importlib
+
+    for mod in ("parse", "machines", "trace", "estimate", "compare", "validate"):
+        try:
+            importlib.import_module(f"teg.cli.{mod}")
+        except ModuleNotFoundError as exc:  # a subcommand module not written yet
+            if exc.name != f"teg.cli.{mod}":
+                raise
+
+
+_register()

@@ -1,0 +1,1 @@
+"""teg.machine"""

@@ -1,0 +1,165 @@
+"""The resolved machine description handed to the engine, the memory model and the analytical
+models. Filled from ``isa_tables/<name>.yaml`` by :mod:`teg.machine.loader` (which validates the
+YAML); Python holds no architecture numbers, only this shape.
+
+Vocabulary (TEG report §3.2.1):
+* *execution latency* — cycles from issue until a dependent instruction may use the result;
+* *issue latency (multiple warps)* — cycles the scheduler waits before it may issue another warp's
+  instruction after this one;
+* *issue latency (same warp)* — cycles before the same warp may issue its next instruction;
+* *unit occupancy* — cycles one warp instruction occupies its functional unit's dispatch
+  (32 / lanes per scheduler on sm_70+; nvidia_timing_facts.md §2.1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# Operation kinds (what the engine does with an instruction beyond timing it on its unit).
+KINDS = ("alu", "load", "store", "atomic", "branch", "barrier", "exit", "depbar", "membar", "nop",
+         "call", "ret", "sync")
+# Memory spaces.
+SPACES = ("none", "global", "shared", "local", "const", "generic", "texture")
+
+
+@dataclass(frozen=True)
+class OpInfo:
+    """Classification of one SASS opcode (full text with modifiers) on one machine."""
+
+    unit: str        # key into Machine.units
+    latency: str     # key into Machine.latencies
+    kind: str        # one of KINDS
+    space: str       # one of SPACES
+    variable: bool   # variable latency: sets a dependency barrier on sm_70+ (memory, MUFU, S2R, …)
+    unit_class: str  # reporting class: int, fp32, fp16, fp64, sfu, tensor, conversion, move,
+                     # predicate, uniform, memory, control, sync, other
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A functional unit (pipe). ``count`` copies per scheduler (``per == "scheduler"``) or per SM
+    (``per == "sm"``, e.g. the MIO/LSU pipe shared by the 4 sub-partitions); one warp instruction
+    occupies one copy's dispatch for ``occupancy`` cycles."""
+
+    name: str
+    occupancy: float
+    count: int = 1
+    per: str = "scheduler"
+
+
+@dataclass(frozen=True)
+class Latency:
+    """A latency class: execution latency, issue latency across warps, issue latency same warp."""
+
+    name: str
+    execution: float
+    issue_multi: float
+    issue_same: float
+
+
+@dataclass(frozen=True)
+class Cache:
+    """A sectored set-associative LRU cache level."""
+
+    size_bytes: int
+    line_bytes: int
+    sector_bytes: int
+    assoc: int
+    latency: float          # load-to-use latency on a hit (cycles)
+
+
+@dataclass(frozen=True)
+class SharedMemory:
+    """Shared-memory banking (TEG §3.3.3; nvidia_timing_facts.md §4.1)."""
+
+    banks: int                  # 16 (GT200) or 32
+    bank_bytes: int             # 4
+    phase_lanes: int            # lanes whose conflicts are evaluated together: 16 (half-warp) or 32
+    latency: float              # conflict-free latency
+    wavefront_cycles: float     # extra cycles per extra wavefront (serialized access)
+    size_per_sm: int            # bytes available to blocks per SM
+    max_per_block: int
+    alloc_unit: int             # allocation granularity in bytes
+
+
+@dataclass(frozen=True)
+class GlobalMemory:
+    """Global memory path: coalescing rule, caches, DRAM channels (TEG §3.2.4, §3.3.4, §3.3.5)."""
+
+    coalescing: str             # "cc13" (GT200 segments per half-warp) or "sector" (32 B sectors / 128 B lines)
+    segment_bytes: tuple[int, ...]  # cc13: (32, 64, 128); sector: (32,)
+    dram_latency: float         # cycles from issue to data for a DRAM access (no queueing)
+    channels: int               # DRAM channels / partitions
+    interleave_bytes: int       # channel interleave granularity
+    channel_hash: str           # "linear" | "xor" | "ipoly"
+    bandwidth_gbs: float        # peak DRAM bandwidth, whole GPU
+    max_outstanding: int        # memory pipeline slots (C_mem) per pipeline
+    sms_per_pipeline: int       # SMs sharing one memory pipeline (3 per TPC on GT200, 1 otherwise)
+    l1: Cache | None = None
+    l2: Cache | None = None
+    l2_bandwidth_bytes_per_clk: float | None = None
+    local_latency: float | None = None
+    const_latency: float | None = None
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Occupancy limits per SM (CUDA Programming Guide, compute-capability tables)."""
+
+    max_warps: int
+    max_blocks: int
+    max_threads: int
+    max_threads_per_block: int
+    registers: int
+    max_regs_per_thread: int
+    reg_alloc_unit: int         # registers per warp allocation granularity
+    reg_alloc_per: str = "warp"  # "warp" or "block"
+
+
+@dataclass
+class Machine:
+    """A fully resolved machine table."""
+
+    name: str
+    description: str
+    sm: int                     # compute capability as an integer: 13 (GT200), 70, 80, 86, 90 …
+    clock_mhz: float
+    num_sms: int
+    warp_size: int
+    schedulers: int             # issue engines per SM (1 on GT200, 4 sub-partitions on sm_70+)
+    issue_interval: float       # cycles between two issues of one scheduler (2 on GT200, 1 on sm_70+)
+    dependency_model: str       # default: "scoreboard" or "controlcodes"
+    limits: Limits
+    units: dict[str, Unit]
+    latencies: dict[str, Latency]
+    shared: SharedMemory
+    memory: GlobalMemory
+    opcodes: dict[str, OpInfo] = field(default_factory=dict)  # "IMAD", "IMAD.WIDE", "MUFU.RSQ" … → OpInfo
+    extras: dict[str, Any] = field(default_factory=dict)   # model-only parameters (analytical models)
+    source_path: str = ""
+    raw: dict[str, Any] = field(default_factory=dict)      # the resolved YAML document
+
+    def classify(self, opcode: str) -> OpInfo | None:
+        """Classify a full opcode (``"IMAD.WIDE.U32"``); None when the table does not know it.
+
+        Table keys are a base opcode optionally followed by modifiers (``"LDS.128"``); a key
+        matches when its base equals the opcode's base and all its modifiers occur among the
+        opcode's modifiers. The key with the most modifiers wins (ties: table order)."""
+        base, *mods = opcode.split(".")
+        best: OpInfo | None = None
+        best_n = -1
+        for key_mods, info in self._index().get(base, ()):
+            if len(key_mods) > best_n and all(m in mods for m in key_mods):
+                best, best_n = info, len(key_mods)
+        return best
+
+    def _index(self) -> dict[str, list[tuple[tuple[str, ...], OpInfo]]]:
+        idx = self.__dict__.get("_opcode_index")
+        if idx is None:
+            idx = {}
+            for key, info in self.opcodes.items():
+                kb, *km = key.split(".")
+                idx.setdefault(kb, []).append((tuple(km), info))
+            self.__dict__["_opcode_index"] = idx
+        return idx
