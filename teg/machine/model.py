@@ -34,6 +34,9 @@ class OpInfo:
     variable: bool   # variable latency: sets a dependency barrier on sm_70+ (memory, MUFU, S2R, …)
     unit_class: str  # reporting class: int, fp32, fp16, fp64, sfu, tensor, conversion, move,
                      # predicate, uniform, memory, control, sync, other
+    width: int = 0   # bytes per lane a memory op moves (LDS.128 → 16); 0 for non-memory ops
+    occupancy: float | None = None  # cycles this op holds its unit when it differs from
+                                    # Unit.occupancy (e.g. a shared dispatch port); None = the unit's
 
 
 @dataclass(frozen=True)
@@ -140,26 +143,36 @@ class Machine:
     source_path: str = ""
     raw: dict[str, Any] = field(default_factory=dict)      # the resolved YAML document
 
+    def occupancy(self, info: OpInfo) -> float:
+        """Cycles one warp instruction classified as ``info`` holds its unit: the opcode's own
+        ``occupancy`` when the table gives one, else its unit's."""
+        return info.occupancy if info.occupancy is not None else self.units[info.unit].occupancy
+
     def classify(self, opcode: str) -> OpInfo | None:
         """Classify a full opcode (``"IMAD.WIDE.U32"``); None when the table does not know it.
 
         Table keys are a base opcode optionally followed by modifiers (``"LDS.128"``); a key
         matches when its base equals the opcode's base and all its modifiers occur among the
         opcode's modifiers. The key with the most modifiers wins (ties: table order)."""
+        key = self.match_key(opcode)
+        return None if key is None else self.opcodes[key]
+
+    def match_key(self, opcode: str) -> str | None:
+        """The ``opcodes`` key that :meth:`classify` uses for ``opcode`` (None when none matches)."""
         base, *mods = opcode.split(".")
-        best: OpInfo | None = None
+        best: str | None = None
         best_n = -1
-        for key_mods, info in self._index().get(base, ()):
+        for key_mods, key in self._index().get(base, ()):
             if len(key_mods) > best_n and all(m in mods for m in key_mods):
-                best, best_n = info, len(key_mods)
+                best, best_n = key, len(key_mods)
         return best
 
-    def _index(self) -> dict[str, list[tuple[tuple[str, ...], OpInfo]]]:
+    def _index(self) -> dict[str, list[tuple[tuple[str, ...], str]]]:
         idx = self.__dict__.get("_opcode_index")
         if idx is None:
             idx = {}
-            for key, info in self.opcodes.items():
+            for key in self.opcodes:
                 kb, *km = key.split(".")
-                idx.setdefault(kb, []).append((tuple(km), info))
+                idx.setdefault(kb, []).append((tuple(km), key))
             self.__dict__["_opcode_index"] = idx
         return idx
