@@ -114,7 +114,8 @@ class Trace:
             if len(self.kernels) != 1:
                 raise LookupError(f"{self.source}: {len(self.kernels)} kernels; choose one with --kernel")
             return self.kernels[0]
-        hits = [k for k in self.kernels if name == k.info.name or name in k.info.name or name == str(k.info.kernel_id)]
+        exact = [k for k in self.kernels if name == k.info.name or name == str(k.info.kernel_id)]
+        hits = exact or [k for k in self.kernels if name in k.info.name]
         if not hits:
             raise LookupError(f"{self.source}: no kernel matching {name!r}")
         return hits[0]

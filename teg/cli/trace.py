@@ -1,0 +1,120 @@
+"""``teg trace``: inspect and convert instruction traces (Accel-Sim text ↔ native format).
+
+The click group is exposed as :data:`trace_group` so other modules can add subcommands
+(``teg trace run`` lives with the functional emulator).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from teg.cli import main, user_errors
+
+LARGE_INPUT_BYTES = 16 << 20    # show a progress bar (tqdm, if installed) above this input size
+
+
+@main.group("trace")
+def trace_group() -> None:
+    """Inspect and convert instruction traces (NVBit/Accel-Sim text, teg native)."""
+
+
+def _machine_for(kt, override):
+    """The machine used to classify a kernel's opcodes: ``--machine`` (errors are reported), else
+    the table suggested by the binary version; None when no table applies or can be loaded."""
+    from teg import TegError
+    from teg.trace.summary import suggest_machine
+
+    try:
+        import teg.machine as tm
+    except ImportError:
+        if override:
+            raise
+        return None
+    if override:
+        return tm.load(override)
+    name = suggest_machine(kt.info)
+    if name is None:
+        return None
+    try:
+        return tm.load(name)
+    except (TegError, FileNotFoundError):
+        return None
+
+
+def _input_size(path: Path) -> int:
+    """Bytes of trace text behind ``path`` (a kernelslist.g counts the files next to it)."""
+    folder = path if path.is_dir() else path.parent if path.name == "kernelslist.g" else None
+    if folder is not None:
+        return sum(f.stat().st_size for f in folder.iterdir() if f.is_file())
+    return path.stat().st_size if path.is_file() else 0
+
+
+@trace_group.command("info")
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="machine-readable output")
+@click.option("--machine", default=None, help="machine table for unit classes and memory spaces "
+              "(default: the one suggested by the kernel's binary version)")
+@click.option("--kernel", "kernel_name", default=None, help="only the kernel whose name or id matches")
+@user_errors
+def trace_info(path: Path, as_json: bool, machine: str | None, kernel_name: str | None) -> None:
+    """Kernels, launch geometry and dynamic instruction statistics of a trace.
+
+    PATH is a kernelslist.g, its folder, one .traceg[.xz], or a native trace."""
+    import teg.trace as tt
+    from teg.trace.summary import kernel_summary
+
+    tr = tt.load(path, progress=_input_size(path) > LARGE_INPUT_BYTES)
+    kernels = [tr.kernel(kernel_name)] if kernel_name is not None else tr.kernels
+    summaries = [kernel_summary(kt, _machine_for(kt, machine)) for kt in kernels]
+    if as_json:
+        click.echo(json.dumps({"source": str(path), "memcpy": [list(m) for m in tr.memcpy], "kernels": summaries},
+                              indent=1))
+        return
+    click.echo(f"{path}: {len(tr)} kernel(s), {len(tr.memcpy)} host-to-device copies")
+    for s in summaries:
+        click.echo(_format_kernel(s))
+
+
+def _format_kernel(s: dict) -> str:
+    g, b = s["grid"], s["block"]
+    lines = [f"\nkernel {s['id']}: {s['name']}",
+             f"  grid ({g[0]},{g[1]},{g[2]})  block ({b[0]},{b[1]},{b[2]})  blocks traced {s['blocks']}  "
+             f"warps {s['warps']}  shmem {s['shmem']} B  regs {s['nregs']}  binary {s['binary_version']}  "
+             f"tracer v{s['tracer_version']}",
+             f"  warp instructions {s['warp_instructions']:,}  memory {s['memory_instructions']:,}  "
+             f"avg active lanes {s['avg_active_lanes']:.2f}"]
+    if s["classified"]:
+        total = max(s["warp_instructions"], 1)
+        lines.append(f"  mix by unit class ({s['machine']}): " +
+                     ", ".join(f"{k} {v:,} ({100 * v / total:.1f}%)" for k, v in s["mix"].items()))
+        if s["memory_by_space"]:
+            lines.append("  memory by space: " + ", ".join(f"{k} {v:,}" for k, v in s["memory_by_space"].items()))
+        spr = s.get("sectors_per_request")
+        if spr:
+            lines.append(f"  global requests {s['global_requests']:,}: 32-B sectors per request mean "
+                         f"{spr['mean']:.2f}, min {spr['min']}, max {spr['max']}")
+        if s["unknown_opcodes"]:
+            lines.append(f"  opcodes unknown to {s['machine']}: " + ", ".join(s["unknown_opcodes"]))
+    else:
+        lines.append("  (no machine table for this binary version: use --machine to classify opcodes)")
+    top = list(s["opcodes"].items())[:8]
+    lines.append("  top opcodes: " + ", ".join(f"{k} {v:,}" for k, v in top))
+    return "\n".join(lines)
+
+
+@trace_group.command("convert")
+@click.argument("src", type=click.Path(path_type=Path))
+@click.argument("out", type=click.Path(path_type=Path))
+@user_errors
+def trace_convert(src: Path, out: Path) -> None:
+    """Convert SRC to OUT: Accel-Sim (kernelslist.g, folder or .traceg[.xz]) → native trace
+    (a folder, or one file if OUT ends in .npz); a native trace → an Accel-Sim folder."""
+    import teg.trace as tt
+
+    if not src.exists():
+        raise FileNotFoundError(f"{src}: no such file or folder")
+    result = tt.convert(src, out, progress=_input_size(src) > LARGE_INPUT_BYTES)
+    click.echo(f"wrote {result}")

@@ -1,0 +1,33 @@
+"""Errors of the trace layer (all :class:`teg.TegError`, printed on one line by the CLI)."""
+
+from __future__ import annotations
+
+from teg import TegError
+
+
+class TraceFormatError(TegError):
+    """A trace file that cannot be read: ``<file>:<line>: <problem>`` (line omitted when unknown)."""
+
+    def __init__(self, message: str, path: str | None = None, line: int | None = None):
+        where = ""
+        if path is not None:
+            where = f"{path}:{line}: " if line is not None else f"{path}: "
+        super().__init__(where + message)
+        self.path = path
+        self.line = line
+
+
+class TraceUnsupportedError(TraceFormatError):
+    """A well-formed trace feature this reader deliberately does not decode (TMA address lists)."""
+
+
+class TraceMismatchError(TegError):
+    """The trace does not belong to the SASS program it is joined with."""
+
+
+class TraceOutputError(TegError):
+    """An output path that must not be overwritten (an existing folder or file that is not a trace)."""
+
+    def __init__(self, message: str, path: str):
+        super().__init__(f"{path}: {message}")
+        self.path = path
