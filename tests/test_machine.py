@@ -15,7 +15,8 @@ from teg import TegError
 from teg.machine import MachineTableError
 
 DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-SHIPPED = ["gt200", "h100_sxm", "h200", "sm_100", "sm_120", "sm_70", "sm_80", "sm_86", "sm_89", "sm_90"]
+SHIPPED = ["gt200", "h100_sxm", "h200", "sm_100", "sm_120", "sm_61", "sm_70", "sm_75", "sm_80", "sm_86", "sm_89",
+           "sm_90"]
 
 
 def write(tmp_path, name, text):
@@ -64,7 +65,7 @@ def test_every_shipped_table_loads_and_is_consistent(name):
     assert m.num_sms % m.memory.sms_per_pipeline == 0
 
 
-@pytest.mark.parametrize("name", [n for n in SHIPPED if n != "gt200"])
+@pytest.mark.parametrize("name", [n for n in SHIPPED if n not in ("gt200", "sm_61")])
 def test_volta_plus_tables_issue_one_per_cycle_on_four_schedulers(name):
     m = tm.load(name)
     assert (m.schedulers, m.issue_interval, m.dependency_model) == (4, 1, "controlcodes")
@@ -131,11 +132,14 @@ def test_arch_specific_classification():
 
 def test_for_arch():
     assert tm.for_arch(13) == "gt200"
-    assert [tm.for_arch(s) for s in (70, 75, 80, 86, 89, 90, 100, 120)] == \
-        ["sm_70", "sm_70", "sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120"]
-    assert all(tm.for_arch(s) in tm.available() for s in (10, 13, 70, 72, 75, 80, 86, 87, 89, 90, 100, 103, 120, 121))
+    assert [tm.for_arch(s) for s in (60, 61, 62, 70, 72, 75, 80, 86, 89, 90, 100, 120)] == \
+        ["sm_61", "sm_61", "sm_61", "sm_70", "sm_70", "sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120"]
+    assert all(tm.for_arch(s) in tm.available()
+               for s in (10, 13, 60, 61, 62, 70, 72, 75, 80, 86, 87, 89, 90, 100, 103, 120, 121))
     with pytest.raises(MachineTableError, match="sm_35"):
         tm.for_arch(35)
+    with pytest.raises(MachineTableError, match="sm_52"):
+        tm.for_arch(52)                                 # Maxwell: no related table
     with pytest.raises(MachineTableError):
         tm.for_arch("ninety")
 
@@ -378,6 +382,14 @@ def test_cross_field_checks(tmp_path):
     ("sm_86", "FFMA", 128), ("sm_86", "IADD3", 64), ("sm_86", "DFMA", 2), ("sm_86", "MUFU.SIN", 16),
     ("sm_90", "FFMA", 128), ("sm_90", "IADD3", 64), ("sm_90", "DFMA", 64), ("sm_90", "MUFU.RSQ", 16),
     ("gt200", "FADD32", 8), ("gt200", "FMAD", 8), ("gt200", "DFMA", 1),
+    # Turing T4: FP32/INT32 64, FP64 2 (CUDA-PG 7.5, Turing whitepaper), SFU 16
+    ("sm_75", "FFMA", 64), ("sm_75", "IADD3", 64), ("sm_75", "IMAD", 64), ("sm_75", "DFMA", 2),
+    ("sm_75", "MUFU.EX2", 16),
+    # Pascal GP102, CUDA-PG throughput table 6.1 (results per clock per SM)
+    ("sm_61", "FFMA", 128), ("sm_61", "IADD", 128), ("sm_61", "LOP.AND", 128), ("sm_61", "SHL", 64),
+    ("sm_61", "ISETP.GE.AND", 64), ("sm_61", "BFE.U32", 64), ("sm_61", "POPC", 32), ("sm_61", "FLO.U32", 32),
+    ("sm_61", "DFMA", 4), ("sm_61", "HFMA2", 1), ("sm_61", "MUFU.RSQ", 32), ("sm_61", "I2F.F32.S32", 32),
+    ("sm_61", "F2F.F64.F32", 4), ("sm_61", "SHFL.IDX", 32),
 ])
 def test_unit_rates_match_published_lane_counts(name, opcode, lanes_per_sm):
     m = tm.load(name)
@@ -389,3 +401,76 @@ def test_tensor_rates_match_per_core_fma_counts(name, fma_per_clk_per_sm):
     """HMMA.16816 (m16n8k16 = 2048 FMA per warp instruction) at 4 tensor cores per SM (facts §2.2)."""
     m = tm.load(name)
     assert per_sm_rate(m, "HMMA.16816.F16") * 16 * 8 * 16 == pytest.approx(fma_per_clk_per_sm)
+
+
+@pytest.mark.parametrize("opcode, ops_per_instr, ops_per_clk_per_sm", [
+    ("HMMA.1688.F32", 16 * 8 * 8, 8 * 64),      # 8 tensor cores x 64 FP16 FMA/clk (Turing whitepaper)
+    ("HMMA.884.F32.F32", 8 * 8 * 4, 8 * 64),
+    ("IMMA.8816.S8.S8", 8 * 8 * 16, 1024),       # T4 130 INT8 TOPS = 2 x 65 FP16 TOPS
+])
+def test_turing_tensor_rates(opcode, ops_per_instr, ops_per_clk_per_sm):
+    m = tm.load("sm_75")
+    assert per_sm_rate(m, opcode) * ops_per_instr == pytest.approx(ops_per_clk_per_sm)
+    # T4 datasheet: 65 FP16 tensor TFLOPS = 40 SMs x 512 FMA x 2 FLOP x 1590 MHz
+    assert 40 * 512 * 2 * m.clock_mhz * 1e6 == pytest.approx(65e12, rel=0.01)
+
+
+# ---------------------------------------------------------------------------------------------
+# Turing and Pascal tables against their sources
+
+
+def test_sm75_is_sm70_with_turing_overrides():
+    t, v = tm.load("sm_75"), tm.load("sm_70")
+    assert (t.sm, t.num_sms, t.clock_mhz, t.schedulers, t.dependency_model) == (75, 40, 1590, 4, "controlcodes")
+    # CUDA-PG 7.5: 32 warps, 16 blocks, 1024 threads, 64K registers, 64 KB shared per SM and block
+    lim = t.limits
+    assert (lim.max_warps, lim.max_blocks, lim.max_threads, lim.registers) == (32, 16, 1024, 65536)
+    assert lim.max_warps * t.warp_size == lim.max_threads
+    assert (t.shared.size_per_sm, t.shared.max_per_block) == (64 * 1024, 64 * 1024)
+    # Turing whitepaper: 96 KB unified L1/shared; JIA19 T4: L1 32, shared 19, L2 188 cycles, 4 MB L2
+    assert t.memory.l1.size_bytes == 96 * 1024 and t.memory.l1.latency == 32 == t.memory.local_latency
+    assert t.shared.latency == 19 == t.latencies["shared"].execution
+    assert (t.memory.l2.size_bytes, t.memory.l2.latency) == (4 * 1024 * 1024, 188)
+    assert (t.memory.bandwidth_gbs, t.memory.channels) == (320, 8)
+    # Accel-Sim RTX 2060: DRAM = l2_rop 194 + dram 96
+    assert t.memory.dram_latency == 194 + 96 == t.latencies["global"].execution
+    # what Turing shares with Volta is inherited unchanged
+    assert t.units["fma"] == v.units["fma"] and t.units["alu"] == v.units["alu"] and t.units["xu"] == v.units["xu"]
+    assert t.latencies["fp32"] == v.latencies["fp32"] and t.latencies["int"] == v.latencies["int"]
+    assert t.memory.l1.line_bytes == v.memory.l1.line_bytes == 128
+    assert set(t.opcodes) == set(v.opcodes) | {"HMMA.884"}
+    assert all(t.classify(op).unit == v.classify(op).unit for op in ("FFMA", "IMAD.WIDE.U32", "LDG.E.SYS", "UIADD3"))
+    # ptxas sm_75 stall counts: IMAD 4, IMAD.WIDE 5 before an ALU consumer
+    assert (t.latencies["imad"].execution, t.latencies["imad_wide"].execution) == (4, 5)
+    assert t.units["fp64"].per == "sm" and t.classify("DFMA").variable is True
+
+
+def test_sm61_product_and_memory_numbers():
+    p = tm.load("sm_61")
+    assert (p.sm, p.num_sms, p.clock_mhz, p.schedulers, p.issue_interval) == (61, 28, 1417, 4, 1)
+    lim = p.limits       # CUDA-PG 6.1 = Accel-Sim SM6_TITANX 2048:32, 32 CTAs
+    assert (lim.max_warps, lim.max_blocks, lim.max_threads, lim.registers, lim.max_regs_per_thread) == \
+        (64, 32, 2048, 65536, 255)
+    assert (p.shared.banks, p.shared.size_per_sm, p.shared.max_per_block, p.shared.latency) == (32, 96 * 1024, 48 * 1024, 24)
+    # SM6_TITANX: 12 channels x 4 B x 2500 MHz x 4 (QDR) = 480 GB/s; L2 = 24 sub-partitions x 64 sets x 16 x 128 B
+    assert p.memory.channels == 12 and p.memory.bandwidth_gbs == pytest.approx(12 * 4 * 2500e6 * 4 / 1e9)
+    assert p.memory.l2.size_bytes == 12 * 2 * 64 * 16 * 128 == 3 * 1024 * 1024
+    assert (p.memory.l1.size_bytes, p.memory.l1.latency) == (4 * 128 * 96, 82)
+    assert p.memory.coalescing == "sector" and p.memory.segment_bytes == (32,)
+    # TEG §3.2.4 by hand: 480e9 B/s x 218 cyc / (28 SMs x 32 x 4 B x 1.417e9 Hz) = 20.6
+    assert tm.c_mem(p, 4) == pytest.approx(480e9 * 218 / (28 * 32 * 4 * 1.417e9))
+    assert p.memory.max_outstanding == 20
+    # MAXAS / ARAFA19: 6-cycle ALU pipeline, 13 cycles to a predicate consumer
+    assert p.latencies["fp32"].execution == p.latencies["int"].execution == 6
+    assert p.latencies["predicate"].execution == 13
+    assert "udp" not in p.units and "tensor" not in p.units
+
+
+def test_sm61_issue_rate_does_not_exceed_dispatch():
+    """Each Pascal unit sustains at most one warp instruction per scheduler per cycle, and the
+    FP32 cores are the only full-rate pipe (32 lanes per partition)."""
+    p = tm.load("sm_61")
+    for name, unit in p.units.items():
+        copies = unit.count * (p.schedulers if unit.per == "scheduler" else 1)
+        assert copies / unit.occupancy <= p.schedulers, name
+    assert per_sm_rate(p, "FFMA") == p.schedulers == 4

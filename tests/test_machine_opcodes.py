@@ -17,6 +17,22 @@ INSTR = re.compile(r"^\s+/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[T0-9]\s+)?([A-Z][A-Z0-9_
 
 SASS_FILES = sorted(FIXTURES.glob("kernels.sm_*.sass"))
 
+# Real Pascal traces (romnn/microgpusim, Accel-Sim tracer v4, binary version 61; tests/data SOURCES).
+PASCAL_TRACES = [Path(__file__).parent / "data" / "traces" / "microgpusim" / name / "kernel-1.traceg"
+                 for name in ("vectoradd-100-32-trace", "matrixmul-32-32-trace")]
+# "0098 ffffffff 1 R2 IADD 2 R0 R6 0" → dest count, then dest registers, then the opcode
+TRACE_ROW = re.compile(r"^[0-9a-f]+ [0-9a-f]{8} (\d+) (.*)$", re.M)
+
+
+def trace_opcodes(text: str) -> set[str]:
+    """Full opcodes of the instruction rows of an Accel-Sim ``.traceg`` text (the token after
+    the ``dest_num`` destination registers)."""
+    ops = set()
+    for m in TRACE_ROW.finditer(text):
+        tokens = m.group(2).split()
+        ops.add(tokens[int(m.group(1))])
+    return ops
+
 
 def test_every_arch_has_fixtures():
     assert {int(re.search(r"sm_(\d+)", p.name).group(1)) for p in SASS_FILES} == set(ARCHS)
@@ -32,6 +48,61 @@ def test_no_unknown_opcodes_in_fixtures(path):
     machine = tm.load(tm.for_arch(arch))
     unknown = sorted(op for op in ops if machine.classify(op) is None)
     assert unknown == [], f"sm_{arch} ({machine.name}): unknown opcodes {unknown}"
+
+
+def test_sm75_fixture_classifies_on_the_turing_table():
+    """The sm_75 fixture through the Turing table itself (zero unknown)."""
+    assert tm.for_arch(75) == "sm_75"
+    machine = tm.load("sm_75")
+    ops = set(INSTR.findall((FIXTURES / "kernels.sm_75.sass").read_text()))
+    assert len(ops) > 80 and "IMAD.WIDE" in ops
+    assert sorted(op for op in ops if machine.classify(op) is None) == []
+
+
+@pytest.mark.parametrize("path", PASCAL_TRACES, ids=lambda p: p.parent.name)
+def test_pascal_trace_opcodes_classify_on_sm61(path):
+    """Acceptance: every opcode the Pascal traces print classifies on the table for_arch
+    suggests for their binary version (61), with zero unknown."""
+    if not path.exists():
+        pytest.skip(f"{path} not present")
+    text = path.read_text()
+    assert "-binary version = 61" in text
+    ops = trace_opcodes(text)
+    assert {"EXIT", "MOV", "S2R"} <= ops and all(re.fullmatch(r"[A-Z][A-Z0-9_.]*", op) for op in ops)
+    machine = tm.load(tm.for_arch(61))
+    assert machine.name == "sm_61"
+    unknown = sorted(op for op in ops if machine.classify(op) is None)
+    assert unknown == [], f"sm_61: unknown opcodes {unknown}"
+
+
+def test_pascal_trace_opcode_extraction():
+    """The regex reads the opcode after the destination registers (hand-read rows)."""
+    text = ("0068 ffffffff 1 R0 XMAD 3 R3 R17 R0 0 \n"
+            "0090 ffffffff 0 BAR.SYNC 0 0 \n"
+            "00b8 0000000f 2 R4 R5 LDS.U.128 1 R2 16 1 0x0 \n"
+            "thread block = 0,0,0\n")
+    assert trace_opcodes(text) == {"XMAD", "BAR.SYNC", "LDS.U.128"}
+
+
+def test_pascal_dialect():
+    m = tm.load("sm_61")
+    assert m.classify("XMAD.PSL.CBCC").unit == "core" and m.classify("XMAD.MRG").unit_class == "int"
+    assert m.classify("LDS.U.32").width == 4 and m.classify("LDS.U.128").width == 16
+    assert m.classify("LDG.E.CG").space == "global" and m.classify("STS").kind == "store"
+    assert m.classify("TEXS.NODEP.P").space == "texture"
+    for op in ("SSY", "SYNC", "PBK", "BRK", "PCNT", "CONT"):
+        assert m.classify(op).kind == "sync", op
+    assert m.classify("BRA.U").kind == "branch" and m.classify("EXIT").kind == "exit"
+    assert m.classify("BAR.SYNC").kind == "barrier" and m.classify("MEMBAR.CTA").kind == "membar"
+    assert m.classify("DEPBAR.LE").kind == "depbar" and m.classify("CAL").kind == "call"
+    assert m.classify("F2F.F64.F32").unit == m.classify("DFMA").unit == "fp64"
+    assert m.classify("F2F.F32.F16").unit == "xu" and m.classify("MUFU.EX2").unit == "xu"
+    assert m.classify("SHFL.BFLY").latency == "shfl" and m.classify("S2R").variable is True
+    assert m.classify("IADD.X").latency == "int" and m.classify("ISETP.GT.AND").latency == "predicate"
+    # no uniform datapath, no Volta+ convergence or async copies on Pascal
+    for op in ("UIADD3", "ULDC", "BSSY", "BSYNC", "LDGSTS", "HMMA.884", "IMMA.8816"):
+        assert m.classify(op) is None, op
+    assert m.match_key("IMAD.WIDE.U32") == "IMAD"           # base IMAD exists on Pascal
 
 
 def test_parsed_fixture_programs_classify():

@@ -52,7 +52,8 @@ def available() -> list[str]:
 # table's description says whose numbers it carries.
 _ARCH_TABLES = {
     10: "gt200", 11: "gt200", 12: "gt200", 13: "gt200",
-    70: "sm_70", 72: "sm_70", 75: "sm_70",
+    60: "sm_61", 61: "sm_61", 62: "sm_61",
+    70: "sm_70", 72: "sm_70", 75: "sm_75",
     80: "sm_80",
     86: "sm_86", 87: "sm_86", 89: "sm_89",
     90: "sm_90",
@@ -63,10 +64,11 @@ _ARCH_TABLES = {
 def for_arch(sm: int) -> str:
     """Name of the shipped table suggested for compute capability ``sm`` (e.g. 86 → ``"sm_86"``).
 
-    Volta-family numbers (sm_72, sm_75) use ``sm_70``; Jetson Orin (sm_87) uses ``sm_86``;
-    Blackwell data-centre parts (sm_100 … sm_110) use ``sm_100`` and consumer parts (sm_120,
-    sm_121) ``sm_120``; both carry Hopper timing numbers until measured. Raises
-    :class:`MachineTableError` for versions with no related table (e.g. Maxwell/Pascal)."""
+    Pascal (sm_60, sm_62) uses ``sm_61`` (GP102; the Pascal opcode classification carries over,
+    GP100's FP64-heavy SM does not); Jetson Xavier (sm_72) uses ``sm_70``; Jetson Orin (sm_87)
+    uses ``sm_86``; Blackwell data-centre parts (sm_100 … sm_110) use ``sm_100`` and consumer
+    parts (sm_120, sm_121) ``sm_120``; both carry Hopper timing numbers until measured. Raises
+    :class:`MachineTableError` for versions with no related table (e.g. Kepler, Maxwell)."""
     try:
         sm = int(sm)
     except (TypeError, ValueError):
