@@ -20,7 +20,28 @@ class Operand:
     (SR_TID.X …), ``imm`` (integer), ``fimm`` (float), ``const`` (c[bank][off]), ``mem`` ([R2.64+0x10],
     desc[UR4][R2.64], g[A1+0xb] shared operands of sm_1x), ``label`` (branch target), ``other``.
     ``regs`` are the flat register ids (see :mod:`teg.sass.registers`) the operand names, with wide
-    registers expanded (``R2.64`` → R2, R3)."""
+    registers expanded (``R2.64`` → R2, R3).
+
+    Structured parts (for a functional emulator; -1 / None / 1 when absent):
+
+    * ``reg`` — ``reg``/``pred``: flat id of the named register (RZ/PT → -1); ``mem``: the address
+      register (``[R2.64+0x10]`` → R2, ``g[A1+0xb]`` → A1); ``const``: a register in the offset
+      (``c[0x0][R4+0x8]`` → R4).
+    * ``wide`` — 32-bit registers the named register spans: 2 for ``R2.64``, else 1; for a ``mem``
+      operand the address register's width (also 2 for a global/generic address under ``.E``
+      64-bit addressing, ``ATOMG.E … [R6]``). The instruction's data-width rules (``LDG.E.128``)
+      are applied in ``Instruction.dst_regs``/``src_regs``, not here.
+    * ``ureg`` — uniform register added to the address (``[R0+UR4]``, ``[UR4+0x8]``, ``c[0x0][UR4]``).
+    * ``desc`` — memory descriptor register of ``desc[UR4][…]`` (a 64-bit pair UR4:UR5).
+    * ``offset`` — immediate byte offset of a ``mem`` address (``+-0x8`` → -8) or a ``const`` offset.
+    * ``bank`` — constant bank number of ``c[0x3][…]``.
+    * ``scale`` — index scale of ``[R9.X4]`` (4), else 1.
+    * ``select`` — sub-register selector printed after a register (``H1_H1``, ``B2``, ``U32``; GT200
+      halves ``R0H`` → ``H``) or after a GT200 memory operand (``g[0x1].U16`` → ``U16``).
+    * ``label`` — branch-target label name (``.L_x_3``) of a ``label`` operand; its ``value`` is the
+      byte address for hex targets (``BRA 0x210``).
+    * For ``imm``/``fimm`` the printed sign is folded into ``value`` (``-0x1`` → -1) and ``negated``
+      stays False."""
 
     kind: str
     text: str
@@ -31,6 +52,15 @@ class Operand:
     inverted: bool = False      # !P0
     reuse: bool = False         # .reuse
     space: str | None = None    # for mem operands: 'global', 'shared', 'const', 'local' where known
+    reg: int = -1
+    wide: int = 1
+    ureg: int = -1
+    desc: int = -1
+    offset: int | None = None
+    bank: int | None = None
+    scale: int = 1
+    select: str | None = None
+    label: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

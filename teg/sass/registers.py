@@ -51,3 +51,20 @@ def reg_name(rid: int) -> str:
         if rid >= base:
             return f"{kind}{rid - base}"
     raise ValueError(f"bad register id {rid}")
+
+
+def reg_span(rid: int, count: int) -> tuple[int, ...]:
+    """The ``count`` consecutive flat ids starting at ``rid`` (a wide register: ``R4`` as 128 bits →
+    R4…R7). ``()`` for ``rid == -1`` (RZ/URZ: a zero source of any width). Raises ``ValueError`` when
+    the run would leave its register file or reach the zero register (``R254.64``)."""
+    if rid < 0:
+        return ()
+    if count == 1:
+        return (rid,)
+    for base, end in ((A_BASE, NUM_REG_IDS), (UP_BASE, UP_BASE + UPT), (UR_BASE, UR_BASE + URZ),
+                      (P_BASE, P_BASE + PT), (R_BASE, R_BASE + RZ)):
+        if rid >= base:
+            if rid + count > end:
+                raise ValueError(f"{count}-register run from {reg_name(rid)} leaves the register file")
+            return tuple(range(rid, rid + count))
+    raise ValueError(f"bad register id {rid}")

@@ -1,0 +1,74 @@
+"""Finding cuobjdump (teg.sass.binaries) and reading CUDA binaries through it (teg.sass.reader)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from teg.sass import DisassemblyError, ToolNotFoundError, parse_file
+from teg.sass import binaries
+from teg.sass.reader import is_binary
+
+FIXTURES = Path(__file__).parent / "fixtures" / "sass"
+ADDR_LINE = re.compile(r"^\s*/\*[0-9a-f]{4,}\*/", re.M)
+
+
+def _have_cuobjdump() -> bool:
+    try:
+        binaries.find_tool("cuobjdump")
+    except ToolNotFoundError:
+        return False
+    return True
+
+
+needs_cuobjdump = pytest.mark.skipif(not _have_cuobjdump(), reason="cuobjdump not installed")
+
+
+def test_missing_tool_error_says_how_to_install(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path / "cuda"))
+    monkeypatch.delenv("CUDA_PATH", raising=False)
+    monkeypatch.setattr(binaries, "wheel_bin_dirs", lambda: [])
+    monkeypatch.setattr(binaries, "candidate_dirs",
+                        lambda: [tmp_path / "cuda" / "bin", tmp_path / "nothing" / "bin"])
+    with pytest.raises(ToolNotFoundError) as info:
+        binaries.find_tool("cuobjdump")
+    msg = str(info.value)
+    assert "cuobjdump not found" in msg and "pip install teg[cuda]" in msg and "PATH" in msg
+
+
+def test_cuda_home_is_searched(monkeypatch, tmp_path):
+    bindir = tmp_path / "cuda" / "bin"
+    bindir.mkdir(parents=True)
+    exe = bindir / "nvdisasm"
+    exe.write_text("#!/bin/sh\n")
+    exe.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path / "cuda"))
+    monkeypatch.setattr(binaries, "wheel_bin_dirs", lambda: [])
+    assert binaries.find_tool("nvdisasm") == exe
+
+
+def test_binary_sniffing():
+    assert is_binary(b"\x7fELF\x02\x01")
+    assert is_binary(b"\x50\xed\x55\xba\x01\x00")
+    assert not is_binary(b"\tcode for sm_90\n")
+
+
+@needs_cuobjdump
+def test_cubin_is_disassembled_with_cuobjdump():
+    programs = parse_file(FIXTURES / "kernels.sm_89.cubin")
+    listing = (FIXTURES / "kernels.sm_89.sass").read_text()
+    assert sum(len(p) for p in programs) == len(ADDR_LINE.findall(listing))
+    assert {p.arch for p in programs} == {"sm_89"}
+    assert "(cuobjdump -sass)" in programs[0].source
+
+
+@needs_cuobjdump
+def test_non_cuda_binary_is_a_clear_error(tmp_path):
+    junk = tmp_path / "junk.bin"
+    junk.write_bytes(b"\x7fELF" + bytes(200))
+    with pytest.raises(DisassemblyError, match="cuobjdump"):
+        parse_file(junk)
