@@ -1,0 +1,37 @@
+"""Integer codes shared by lowering, the jitted loop and the result: memory paths, stall causes
+and counters. The stall-cause names are what reports print."""
+
+from __future__ import annotations
+
+from teg.machine.schema import UNIT_CLASSES  # noqa: F401  (re-exported: OpInfo.unit_class values)
+
+# memory path of a static instruction
+MEM_NONE, MEM_SHARED, MEM_GLOBAL = 0, 1, 2
+
+# stall causes: every simulated cycle gets exactly one
+ISSUE = 0          # at least one instruction issued in this cycle
+SCHEDULER = 1      # scheduler busy: issue interval / multi-warp issue latency
+SAME_WARP = 2      # same-warp issue latency (or control-code stall count)
+UNIT_BUSY = 3      # functional unit still occupied by an earlier warp instruction
+MEM_PIPE = 4       # memory pipeline full (C_mem outstanding transactions)
+BANK_CONFLICT = 5  # extra shared-memory wavefronts of a producer
+CHANNEL_QUEUE = 6  # producer's transaction queued behind a busy DRAM channel
+CACHE_MISS = 7     # producer missed in L1 / L2
+BARRIER = 8        # waiting at BAR for the rest of the block
+NO_WARP = 9        # no warp resident (block launch)
+DEP_BASE = 10      # dependency on a producer of class UNIT_CLASSES[i]: DEP_BASE + i
+DEP_SHARED = DEP_BASE + len(UNIT_CLASSES)
+DEP_GLOBAL = DEP_SHARED + 1
+NUM_CAUSES = DEP_GLOBAL + 1
+
+CAUSE_NAMES = (("issue", "scheduler", "same_warp", "unit_busy", "mem_pipe_full", "bank_conflict",
+                "channel_queue", "cache_miss", "barrier", "no_warp")
+               + tuple(f"dep_{c}" for c in UNIT_CLASSES) + ("dep_shared", "dep_global"))
+assert len(CAUSE_NAMES) == NUM_CAUSES
+
+# counters reported by the loop (Result.counters)
+COUNTER_NAMES = ("instructions", "shared_accesses", "shared_wavefronts", "shared_wavefronts_min",
+                 "global_accesses", "transactions", "l1_hits", "l1_misses", "l2_hits", "l2_misses",
+                 "dram_transactions", "dram_bytes", "channel_wait_cycles",
+                 "barriers", "blocks", "engine_steps", "warp_evaluations")
+CTR = {n: i for i, n in enumerate(COUNTER_NAMES)}

@@ -1,0 +1,772 @@
+"""The timing engine: one numba-jitted, event-skipping loop over the simulated SMs
+(docs/model.md gives the equations; this is their implementation).
+
+Per simulated cycle ``t`` every scheduler whose earliest possible issue time has come scans its
+warps. A warp's next instruction is *eligible* at
+
+    ready(w) = max(t_dep(w), unit_free(u), slot_free(pipe), scheduler_free)
+
+where ``t_dep`` is fixed when the instruction becomes current (same-warp issue latency or stall
+count, barrier release, register scoreboard or dependency barriers), the other terms are shared
+resources. The policy picks one eligible warp (loose round-robin or greedy-then-oldest); issuing
+sets the scheduler busy for ``max(issue_interval, issue_multi)``, occupies the unit, computes the
+result time (execution latency, shared wavefronts, or the global path through L1 → memory pipeline
+slot → L2 → DRAM channel queue) and writes it to the destination registers / dependency barrier.
+
+When no scheduler can issue, time jumps to the earliest ``ready`` over all schedulers and every
+skipped cycle is charged to the binding constraint of that warp (split at the producer's
+conflict-free/queue-free time into the dependency class and the mechanism that delayed it), so
+the stall breakdown sums to the total cycles. No Python objects, no randomness: identical inputs
+give identical results.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from teg.engine.codes import (BANK_CONFLICT, BARRIER, CACHE_MISS, CHANNEL_QUEUE, CTR, ISSUE,
+                              MEM_GLOBAL, MEM_PIPE, MEM_SHARED, NO_WARP, SAME_WARP, SCHEDULER,
+                              UNIT_BUSY)
+from teg.engine.input import (F_DRAM_LAT, F_ISSUE_INTERVAL, F_L1_LAT, F_L2_LAT, F_LAUNCH_LAT,
+                              F_RBAR_LAT, F_SERVICE_PER_BYTE, F_WAVEFRONT_CYCLES, I_CHANNELS,
+                              I_DEPMODEL, I_L1_ASSOC, I_L1_LINE, I_L1_SECTOR, I_L1_SETS, I_L2_ASSOC,
+                              I_L2_LINE, I_L2_SECTOR, I_L2_SETS, I_PIPE_SLOTS, I_POLICY,
+                              I_RESIDENT, I_SCHED, I_SLOTS, I_SMS, I_SMS_PER_PIPE, I_SW_BANK,
+                              I_SW_BAR, I_SW_BW, I_SW_COAL, I_SW_DEPS, I_SW_L1, I_SW_L2,
+                              I_SW_SAME, I_SW_SKEW, I_SW_UNITS, I_TIMELINE)
+from teg.memory.cache import cache_access
+
+INF = 1e300
+NSB = 6
+C_INSTR = CTR["instructions"]
+C_SH_ACC, C_SH_WAVE, C_SH_WMIN = CTR["shared_accesses"], CTR["shared_wavefronts"], CTR["shared_wavefronts_min"]
+C_G_ACC, C_TX = CTR["global_accesses"], CTR["transactions"]
+C_L1H, C_L1M, C_L2H, C_L2M = CTR["l1_hits"], CTR["l1_misses"], CTR["l2_hits"], CTR["l2_misses"]
+C_DRAM, C_DRAM_B, C_CHW = CTR["dram_transactions"], CTR["dram_bytes"], CTR["channel_wait_cycles"]
+C_BARS, C_BLOCKS = CTR["barriers"], CTR["blocks"]
+C_STEPS, C_EVALS = CTR["engine_steps"], CTR["warp_evaluations"]
+
+
+@njit(cache=True)
+def _heap_replace_top(heap, p, n, value):
+    """Replace the minimum of min-heap ``heap[p, :n]`` by ``value`` and restore the heap."""
+    i = 0
+    while True:
+        left = 2 * i + 1
+        if left >= n:
+            break
+        c = left
+        if left + 1 < n and heap[p, left + 1] < heap[p, left]:
+            c = left + 1
+        if heap[p, c] < value:
+            heap[p, i] = heap[p, c]
+            i = c
+        else:
+            break
+    heap[p, i] = value
+
+
+@njit(cache=True, error_model="numpy")
+def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_lat, s_store, s_barrier,
+             s_depcause, s_dst, s_src, s_ctrl, s_stall, s_yield, s_wbar, s_rbar, s_wait, s_depbar,
+             u_occ, u_count, u_per_sm,
+             r_sidx, r_wave, r_wave_min, r_tx_start, r_tx_min, r_tx_min_bytes, tx_addr, tx_bytes, tx_chan,
+             c_start, c_end, c_block, b_ctx_start, sm_blocks_start, sm_blocks, ipar, fpar,
+             stall_out, pc_count, pc_wait, counters, timeline, sm_end):
+    """Run the timing model; fills the output arrays and returns ``(status, total_cycles)``.
+    status 0 = done, 1 = deadlock (warps wait forever, e.g. at a barrier), 2 = a block does not
+    fit in the SM's warp slots."""
+    n_sms = ipar[I_SMS]
+    S = ipar[I_SCHED]
+    spsm = ipar[I_SLOTS]
+    resident = ipar[I_RESIDENT]
+    policy = ipar[I_POLICY]
+    depmodel = ipar[I_DEPMODEL]
+    sw_bank = ipar[I_SW_BANK] != 0
+    sw_coal = ipar[I_SW_COAL] != 0
+    sw_skew = ipar[I_SW_SKEW] != 0
+    sw_bw = ipar[I_SW_BW] != 0
+    sw_l1 = ipar[I_SW_L1] != 0
+    sw_l2 = ipar[I_SW_L2] != 0
+    sw_deps = ipar[I_SW_DEPS] != 0
+    sw_units = ipar[I_SW_UNITS] != 0
+    sw_same = ipar[I_SW_SAME] != 0
+    sw_bar = ipar[I_SW_BAR] != 0
+    l1_sets, l1_assoc, l1_line, l1_sector = ipar[I_L1_SETS], ipar[I_L1_ASSOC], ipar[I_L1_LINE], ipar[I_L1_SECTOR]
+    l2_sets, l2_assoc, l2_line, l2_sector = ipar[I_L2_SETS], ipar[I_L2_ASSOC], ipar[I_L2_LINE], ipar[I_L2_SECTOR]
+    has_l1 = l1_sets > 0
+    has_l2 = l2_sets > 0
+    channels = max(ipar[I_CHANNELS], 1)
+    spp = max(ipar[I_SMS_PER_PIPE], 1)
+    pipe_slots = ipar[I_PIPE_SLOTS]
+    pipe_limited = pipe_slots > 0
+    record = ipar[I_TIMELINE] != 0
+    issue_interval = fpar[F_ISSUE_INTERVAL]
+    l1_lat, l2_lat, dram_lat = fpar[F_L1_LAT], fpar[F_L2_LAT], fpar[F_DRAM_LAT]
+    spb = fpar[F_SERVICE_PER_BYTE]
+    wfc = fpar[F_WAVEFRONT_CYCLES]
+    rbar_lat = fpar[F_RBAR_LAT]
+    launch_lat = fpar[F_LAUNCH_LAT]
+
+    n_slots = n_sms * spsm
+    G = n_sms * S
+    L = (spsm + S - 1) // S
+    C = c_start.shape[0]
+    B = b_ctx_start.shape[0] - 1
+    U = u_occ.shape[0]
+    maxc = 1
+    for u in range(U):
+        if u_count[u] > maxc:
+            maxc = u_count[u]
+    ND = s_dst.shape[1]
+    NS = s_src.shape[1]
+    nreg = 1
+    for i in range(s_dst.shape[0]):
+        for k in range(ND):
+            if s_dst[i, k] + 1 > nreg:
+                nreg = s_dst[i, k] + 1
+        for k in range(NS):
+            if s_src[i, k] + 1 > nreg:
+                nreg = s_src[i, k] + 1
+
+    # ---- warp-slot state
+    sl_ctx = np.full(n_slots, -1, np.int64)
+    sl_row = np.zeros(n_slots, np.int64)
+    sl_end = np.zeros(n_slots, np.int64)
+    sl_sidx = np.zeros(n_slots, np.int64)
+    sl_tdep = np.zeros(n_slots, np.float64)
+    sl_c1 = np.zeros(n_slots, np.int64)
+    sl_split = np.zeros(n_slots, np.float64)
+    sl_c2 = np.zeros(n_slots, np.int64)
+    sl_same = np.zeros(n_slots, np.float64)
+    sl_samec = np.zeros(n_slots, np.int64)
+    sl_bar = np.zeros(n_slots, np.float64)
+    sl_age = np.zeros(n_slots, np.int64)
+    sl_yield = np.ones(n_slots, np.int64)
+    sl_since = np.zeros(n_slots, np.float64)
+    sl_block = np.zeros(n_slots, np.int64)
+    sl_uoff = np.zeros(n_slots, np.int64)     # offset of the current instruction's unit copies in uf
+    sl_ucnt = np.ones(n_slots, np.int64)
+    sl_gmem = np.zeros(n_slots, np.bool_)     # current instruction needs a memory-pipeline slot
+    rg_t = np.zeros((n_slots, nreg), np.float64)
+    rg_b = np.zeros((n_slots, nreg), np.float64)
+    rg_c = np.zeros((n_slots, nreg), np.int16)
+    rg_c2 = np.zeros((n_slots, nreg), np.int16)
+    sb_t = np.zeros((n_slots, NSB), np.float64)
+    sb_b = np.zeros((n_slots, NSB), np.float64)
+    sb_c = np.zeros((n_slots, NSB), np.int64)
+    sb_c2 = np.zeros((n_slots, NSB), np.int64)
+    ctx_slot = np.full(C, -1, np.int64)
+    # static index maps, so the hot loop needs no integer division
+    sl_sm = np.empty(n_slots, np.int64)
+    sl_g = np.empty(n_slots, np.int64)       # scheduler of a slot: sm * S + (slot-in-SM mod S)
+    sl_k = np.empty(n_slots, np.int64)       # position in its scheduler's slot list
+    for slot in range(n_slots):
+        sl_sm[slot] = slot // spsm
+        sl_g[slot] = sl_sm[slot] * S + (slot % spsm) % S
+        sl_k[slot] = (slot % spsm) // S
+    g_sm = np.empty(G, np.int64)
+    g_sch = np.empty(G, np.int64)
+    for g in range(G):
+        g_sm[g] = g // S
+        g_sch[g] = g % S
+    sm_pipe = np.empty(n_sms, np.int64)
+    for sm in range(n_sms):
+        sm_pipe[sm] = sm // spp
+    # ---- schedulers, units, memory
+    sched_free = np.zeros(G, np.float64)
+    sched_next = np.full(G, INF)
+    sched_c1 = np.full(G, NO_WARP, np.int64)
+    sched_split = np.full(G, INF)
+    sched_c2 = np.full(G, NO_WARP, np.int64)
+    sched_rr = np.full(G, L - 1, np.int64)
+    sched_greedy = np.full(G, -1, np.int64)
+    sch_list = np.full((G, L), -1, np.int64)   # each scheduler's warp slots, oldest first (GTO order)
+    sch_n = np.zeros(G, np.int64)
+    uf = np.zeros(n_sms * S * U * maxc, np.float64)     # unit copies' free times, flat
+    n_pipes = (n_sms + spp - 1) // spp
+    pipe_n = np.zeros(n_pipes, np.int64)
+    maxslots = 1
+    if pipe_limited:
+        for p in range(n_pipes):
+            in_pipe = min(spp, n_sms - p * spp)
+            pipe_n[p] = max(1, (pipe_slots * in_pipe) // spp)
+            if pipe_n[p] > maxslots:
+                maxslots = pipe_n[p]
+    heap = np.zeros((n_pipes, maxslots), np.float64)
+    chan_free = np.zeros(channels, np.float64)
+    l1_tags = np.full((max(n_sms * l1_sets, 1), max(l1_assoc, 1)), -1, np.int64)
+    l1_stamp = np.zeros((max(n_sms * l1_sets, 1), max(l1_assoc, 1)), np.int64)
+    l1_valid = np.zeros((max(n_sms * l1_sets, 1), max(l1_assoc, 1)), np.int64)
+    l2_tags = np.full((max(l2_sets, 1), max(l2_assoc, 1)), -1, np.int64)
+    l2_stamp = np.zeros((max(l2_sets, 1), max(l2_assoc, 1)), np.int64)
+    l2_valid = np.zeros((max(l2_sets, 1), max(l2_assoc, 1)), np.int64)
+    stamp = 0
+    # ---- blocks / SMs
+    blk_live = np.zeros(B, np.int64)
+    blk_arrived = np.zeros(B, np.int64)
+    blk_barlat = np.zeros(B, np.float64)
+    sm_next = np.zeros(n_sms, np.int64)
+    sm_res = np.zeros(n_sms, np.int64)
+    for sm in range(n_sms):
+        sm_next[sm] = sm_blocks_start[sm]
+        sm_end[sm] = 0.0
+    age = 0
+    finished = 0
+    kend = 0.0
+    kend_b = 0.0
+    kend_c1 = NO_WARP
+    kend_c2 = NO_WARP
+    status = 0
+
+    def compute_tdep(slot):
+        """t_dep of the slot's current instruction and its binding cause."""
+        s = sl_sidx[slot]
+        t0 = sl_same[slot]
+        c1 = sl_samec[slot]
+        c2 = c1
+        sp = t0
+        if sl_bar[slot] > t0:
+            t0 = sl_bar[slot]
+            c1 = BARRIER
+            c2 = BARRIER
+            sp = t0
+        if sw_deps:
+            if depmodel == 0 or s_ctrl[s] == 0:
+                for k in range(NS):
+                    r = s_src[s, k]
+                    if r < 0:
+                        break           # -1 padding follows the register list
+                    if rg_t[slot, r] > t0:
+                        t0 = rg_t[slot, r]
+                        sp = rg_b[slot, r]
+                        c1 = rg_c[slot, r]
+                        c2 = rg_c2[slot, r]
+                # write-after-write: the new result must not land before the pending one
+                lx = s_lat_exec[s]
+                for k in range(ND):
+                    r = s_dst[s, k]
+                    if r < 0:
+                        break
+                    if rg_t[slot, r] - lx > t0:
+                        t0 = rg_t[slot, r] - lx
+                        sp = rg_b[slot, r] - lx
+                        c1 = rg_c[slot, r]
+                        c2 = rg_c2[slot, r]
+            else:
+                wm = s_wait[s]
+                db = s_depbar[s]
+                for b in range(NSB):
+                    if ((wm >> b) & 1 or b == db) and sb_t[slot, b] > t0:
+                        t0 = sb_t[slot, b]
+                        sp = sb_b[slot, b]
+                        c1 = sb_c[slot, b]
+                        c2 = sb_c2[slot, b]
+        sl_tdep[slot] = t0
+        sl_c1[slot] = c1
+        sl_c2[slot] = c2
+        sl_split[slot] = sp
+        u = s_unit[s]
+        grp = sl_sm[slot] * S if u_per_sm[u] != 0 else sl_g[slot]
+        sl_uoff[slot] = (grp * U + u) * maxc
+        sl_ucnt[slot] = u_count[u]
+        sl_gmem[slot] = pipe_limited and s_mem[s] == MEM_GLOBAL
+
+    def note_ready(slot):
+        """Lower the slot's scheduler wake-up time to the slot's t_dep."""
+        g = sl_g[slot]
+        if sl_tdep[slot] < sched_next[g]:
+            sched_next[g] = sl_tdep[slot]
+            sched_c1[g] = sl_c1[slot]
+            sched_c2[g] = sl_c2[slot]
+            sched_split[g] = sl_split[slot]
+
+    def release(blk, rel):
+        """All warps of ``blk`` have arrived at the barrier: they may go on at ``rel``."""
+        blk_arrived[blk] = 0
+        counters[C_BARS] += 1
+        for c in range(b_ctx_start[blk], b_ctx_start[blk + 1]):
+            slot = ctx_slot[c]
+            if slot >= 0 and sl_ctx[slot] == c and sl_bar[slot] >= INF:
+                sl_bar[slot] = rel
+                compute_tdep(slot)
+                note_ready(slot)
+
+    # ---------------------------------------------------------------- main loop
+    t = 0.0
+    # initial block launch (launch() is inlined here and at block completion)
+    for sm in range(n_sms):
+        while sm_res[sm] < resident and sm_next[sm] < sm_blocks_start[sm + 1]:
+            b = sm_blocks[sm_next[sm]]
+            sm_next[sm] += 1
+            sm_res[sm] += 1
+            counters[C_BLOCKS] += 1
+            blk_live[b] = b_ctx_start[b + 1] - b_ctx_start[b]
+            blk_arrived[b] = 0
+            for c in range(b_ctx_start[b], b_ctx_start[b + 1]):
+                slot = -1
+                for loc in range(spsm):
+                    if sl_ctx[sm * spsm + loc] < 0:
+                        slot = sm * spsm + loc
+                        break
+                if slot < 0:
+                    return 2, 0
+                ctx_slot[c] = slot
+                sl_ctx[slot] = c
+                sl_row[slot] = c_start[c]
+                sl_end[slot] = c_end[c]
+                sl_sidx[slot] = r_sidx[c_start[c]]
+                sl_same[slot] = 0.0
+                sl_samec[slot] = NO_WARP
+                sl_bar[slot] = 0.0
+                sl_age[slot] = age
+                age += 1
+                sl_yield[slot] = 1
+                sl_since[slot] = 0.0
+                sl_block[slot] = b
+                rg_t[slot, :] = 0.0
+                rg_b[slot, :] = 0.0
+                sb_t[slot, :] = 0.0
+                sb_b[slot, :] = 0.0
+                compute_tdep(slot)
+                note_ready(slot)
+                g2 = sl_g[slot]
+                sch_list[g2, sch_n[g2]] = slot
+                sch_n[g2] += 1
+
+    while finished < C:
+        counters[C_STEPS] += 1
+        issued = False
+        for g in range(G):
+            if sched_next[g] > t:
+                continue
+            sm = g_sm[g]
+            sch = g_sch[g]
+            if sched_free[g] > t:
+                sched_next[g] = sched_free[g]
+                sched_c1[g] = SCHEDULER
+                sched_c2[g] = SCHEDULER
+                sched_split[g] = sched_free[g]
+                continue
+            best = -1
+            best_k = -1
+            others_ready = False
+            minr = INF
+            mc1 = NO_WARP
+            mc2 = NO_WARP
+            msp = INF
+            # GTO: the greedy warp first; else the oldest eligible warp (scan in age order). When
+            # the scheduler is free again next cycle, the scan stops at the chosen warp (no cycle
+            # is skipped before the next scan, so nothing else needs evaluating).
+            fast = False
+            can_fast = issue_interval <= 1.0
+            gs = sched_greedy[g]
+            if policy == 1 and gs >= 0 and sl_ctx[gs] >= 0 and sl_yield[gs] != 0 and sl_tdep[gs] <= t:
+                s = sl_sidx[gs]
+                ok = True
+                if sw_units:
+                    off = sl_uoff[gs]
+                    m = uf[off]
+                    for cc in range(1, sl_ucnt[gs]):
+                        if uf[off + cc] < m:
+                            m = uf[off + cc]
+                    ok = m <= t
+                if ok and sl_gmem[gs]:
+                    ok = heap[sm_pipe[sm], 0] <= t
+                if ok:
+                    best = gs
+                    best_k = sl_k[gs]
+                    fast = can_fast and s_lat_multi[s] <= 1.0
+            nscan = L if policy == 0 else sch_n[g]
+            hmin = heap[sm_pipe[sm], 0]
+            k = sched_rr[g]
+            for kk in range(nscan):
+                if fast:
+                    break
+                if policy == 0:
+                    k += 1
+                    if k == L:
+                        k = 0
+                    loc = sch + k * S
+                    if loc >= spsm:
+                        continue
+                    slot = sm * spsm + loc
+                    if sl_ctx[slot] < 0:
+                        continue
+                else:
+                    slot = sch_list[g, kk]
+                    if slot == best:
+                        continue
+                counters[C_EVALS] += 1
+                r = sl_tdep[slot]
+                if r > t and r >= minr:
+                    continue            # r only grows below: neither eligible nor the new minimum
+                if sl_gmem[slot] and hmin > t and hmin >= minr:
+                    continue            # waits for a memory-pipeline slot beyond the minimum
+                bind = 0
+                if sw_units:
+                    off = sl_uoff[slot]
+                    m = uf[off]
+                    for cc in range(1, sl_ucnt[slot]):
+                        if uf[off + cc] < m:
+                            m = uf[off + cc]
+                    if m > r:
+                        r = m
+                        bind = UNIT_BUSY
+                if sl_gmem[slot] and hmin > r:
+                    r = hmin
+                    bind = MEM_PIPE
+                if r <= t:
+                    if best < 0:
+                        best = slot
+                        best_k = k if policy == 0 else sl_k[slot]
+                        if can_fast and s_lat_multi[sl_sidx[slot]] <= 1.0:
+                            fast = True
+                            break
+                    else:
+                        others_ready = True
+                elif r < minr:
+                    minr = r
+                    if bind == 0:
+                        mc1 = sl_c1[slot]
+                        mc2 = sl_c2[slot]
+                        msp = sl_split[slot]
+                    else:
+                        mc1 = bind
+                        mc2 = bind
+                        msp = r
+            if best < 0:
+                sched_next[g] = minr
+                sched_c1[g] = mc1
+                sched_c2[g] = mc2
+                sched_split[g] = msp
+                continue
+
+            # ------------------------------------------------------------ issue `best` at t
+            slot = best
+            issued = True
+            sched_next[g] = INF     # recomputed below; releases/launches during the issue may lower it
+            sched_rr[g] = best_k
+            sched_greedy[g] = slot
+            row = sl_row[slot]
+            s = sl_sidx[slot]
+            counters[C_INSTR] += 1
+            pc_count[s] += 1
+            pc_wait[s] += t - sl_since[slot]
+            if record:
+                timeline[row] = t
+            lat_m = s_lat_multi[s]
+            sched_free[g] = t + max(issue_interval, lat_m)
+            mem = s_mem[s]
+            w = 1
+            wmin = 1
+            active = True
+            if mem == MEM_SHARED:
+                active = r_wave_min[row] > 0      # 0: no active lane (predicated off)
+                wmin = max(1, r_wave_min[row])
+                w = max(1, r_wave[row]) if sw_bank else wmin
+                counters[C_SH_ACC] += 1
+                counters[C_SH_WAVE] += w
+                counters[C_SH_WMIN] += wmin
+            if sw_units:
+                off = sl_uoff[slot]
+                bc = 0
+                for cc in range(1, sl_ucnt[slot]):
+                    if uf[off + cc] < uf[off + bc]:
+                        bc = cc
+                uf[off + bc] = t + s_occ[s] * w
+            if depmodel == 1 and s_ctrl[s] != 0:
+                st = float(s_stall[s]) if sw_same else 1.0
+                sl_same[slot] = t + max(st, 1.0)
+                sl_yield[slot] = s_yield[s]
+            else:
+                ls = s_lat_same[s] if sw_same else lat_m
+                sl_same[slot] = t + max(ls, 1.0)
+            sl_samec[slot] = SAME_WARP
+            # ---- result time
+            if mem == MEM_SHARED and not active:
+                done = t + 1.0
+                base = done
+                c1 = s_depcause[s]
+                c2 = c1
+            elif mem == MEM_SHARED:
+                done = t + s_mem_lat[s] + (w - 1) * wfc
+                base = t + s_mem_lat[s] + (wmin - 1) * wfc
+                c1 = s_depcause[s]
+                c2 = BANK_CONFLICT
+            elif mem == MEM_GLOBAL:
+                k0 = r_tx_start[row]
+                ntx = r_tx_start[row + 1] - k0
+                nb_each = 0.0
+                if not sw_coal:
+                    ntx = min(ntx, r_tx_min[row])
+                    if ntx > 0:
+                        nb_each = r_tx_min_bytes[row] / ntx
+                counters[C_G_ACC] += 1
+                counters[C_TX] += ntx
+                is_store = s_store[s] != 0
+                c1 = s_depcause[s]
+                c2 = CHANNEL_QUEUE
+                if ntx == 0:                  # no active lane: nothing to fetch
+                    done = t + 1.0
+                    base = done
+                else:
+                    done = t
+                    base = t
+                missed = False
+                beyond_l1 = False
+                best_extra = 0.0
+                for j in range(k0, r_tx_start[row + 1]):
+                    addr = tx_addr[j]
+                    # The caches always evolve as with every mechanism on: a removed mechanism
+                    # (perfect L1/L2, perfect coalescing) changes what an access costs, never which
+                    # sectors the caches hold, so it cannot turn a later hit into a miss.
+                    l1_hit = False
+                    if has_l1 and not is_store:
+                        stamp += 1
+                        l1_hit = cache_access(l1_tags, l1_stamp, l1_valid, sm, l1_sets, l1_assoc,
+                                              l1_line, l1_sector, addr, stamp)
+                    l2_hit = False
+                    if has_l2 and not l1_hit:
+                        stamp += 1
+                        l2_hit = cache_access(l2_tags, l2_stamp, l2_valid, 0, l2_sets, l2_assoc,
+                                              l2_line, l2_sector, addr, stamp)
+                    if j >= k0 + ntx:
+                        continue        # perfect coalescing: surplus transactions cost nothing
+                    nb = float(tx_bytes[j]) if sw_coal else nb_each
+                    if has_l1 and not is_store:
+                        if l1_hit or not sw_l1:
+                            counters[C_L1H] += 1
+                            d = t + l1_lat
+                            if d > done:
+                                done = d
+                            if d > base:
+                                base = d
+                            continue
+                        counters[C_L1M] += 1
+                        missed = True
+                    beyond_l1 = True
+                    to_dram = True
+                    if has_l2:
+                        if l2_hit or not sw_l2:
+                            counters[C_L2H] += 1
+                            d = t + l2_lat
+                            to_dram = False
+                        else:
+                            counters[C_L2M] += 1
+                            missed = True
+                    cq = 0.0
+                    if to_dram:
+                        if sw_skew:
+                            ch = tx_chan[j]
+                        else:                       # perfectly balanced: the earliest-free channel
+                            ch = 0
+                            for q in range(1, channels):
+                                if chan_free[q] < chan_free[ch]:
+                                    ch = q
+                        s0 = t
+                        if chan_free[ch] > s0:
+                            s0 = chan_free[ch]
+                        cq = s0 - t
+                        if sw_bw:
+                            chan_free[ch] = s0 + nb * spb
+                        d = s0 + dram_lat
+                        counters[C_DRAM] += 1
+                        counters[C_DRAM_B] += int(nb)
+                        counters[C_CHW] += int(cq)
+                    if d > done:
+                        done = d
+                    if d - cq > base:
+                        base = d - cq
+                    if cq > best_extra:
+                        best_extra = cq
+                        c2 = CHANNEL_QUEUE
+                # the instruction holds one memory-pipeline slot until its last transaction is back
+                if pipe_limited and beyond_l1:
+                    _heap_replace_top(heap, sm_pipe[sm], pipe_n[sm_pipe[sm]], done)
+                if missed:
+                    c1 = CACHE_MISS if (has_l1 or has_l2) else s_depcause[s]
+            else:
+                done = t + s_lat_exec[s]
+                base = done
+                c1 = s_depcause[s]
+                c2 = c1
+            rd = done
+            rb = base
+            if not sw_deps:
+                rd = t
+                rb = t
+            if depmodel == 1 and s_ctrl[s] != 0:
+                b = s_wbar[s]
+                if b < NSB and rd > sb_t[slot, b]:
+                    sb_t[slot, b] = rd
+                    sb_b[slot, b] = rb
+                    sb_c[slot, b] = c1
+                    sb_c2[slot, b] = c2
+                b = s_rbar[s]
+                if b < NSB:
+                    rt = t + rbar_lat if sw_deps else t
+                    if rt > sb_t[slot, b]:
+                        sb_t[slot, b] = rt
+                        sb_b[slot, b] = rt
+                        sb_c[slot, b] = s_depcause[s]
+                        sb_c2[slot, b] = s_depcause[s]
+            else:
+                for k in range(ND):
+                    r = s_dst[s, k]
+                    if r < 0:
+                        break
+                    if r >= 0:
+                        rg_t[slot, r] = rd
+                        rg_b[slot, r] = rb
+                        rg_c[slot, r] = c1
+                        rg_c2[slot, r] = c2
+            if done > kend:
+                kend = done
+                kend_b = base
+                kend_c1 = c1
+                kend_c2 = c2
+            if done > sm_end[sm]:
+                sm_end[sm] = done
+            if t + 1.0 > sm_end[sm]:
+                sm_end[sm] = t + 1.0
+            # ---- barrier arrival
+            blk = sl_block[slot]
+            if s_barrier[s] != 0 and sw_bar:
+                blk_arrived[blk] += 1
+                blk_barlat[blk] = s_lat_exec[s]
+                sl_bar[slot] = INF
+                if blk_arrived[blk] >= blk_live[blk]:
+                    release(blk, t + s_lat_exec[s])
+            # ---- advance the warp
+            sl_row[slot] = row + 1
+            if row + 1 < sl_end[slot]:
+                sl_sidx[slot] = r_sidx[row + 1]
+                sl_since[slot] = t + 1.0
+                compute_tdep(slot)
+            else:
+                sl_ctx[slot] = -1
+                pos = 0
+                while sch_list[g, pos] != slot:
+                    pos += 1
+                for q in range(pos, sch_n[g] - 1):
+                    sch_list[g, q] = sch_list[g, q + 1]
+                sch_n[g] -= 1
+                sch_list[g, sch_n[g]] = -1
+                finished += 1
+                blk_live[blk] -= 1
+                if blk_live[blk] == 0:
+                    sm_res[sm] -= 1
+                    tl = t + max(launch_lat, 1.0)
+                    while sm_res[sm] < resident and sm_next[sm] < sm_blocks_start[sm + 1]:
+                        b = sm_blocks[sm_next[sm]]
+                        sm_next[sm] += 1
+                        sm_res[sm] += 1
+                        counters[C_BLOCKS] += 1
+                        blk_live[b] = b_ctx_start[b + 1] - b_ctx_start[b]
+                        blk_arrived[b] = 0
+                        for c in range(b_ctx_start[b], b_ctx_start[b + 1]):
+                            ns = -1
+                            for loc in range(spsm):
+                                if sl_ctx[sm * spsm + loc] < 0:
+                                    ns = sm * spsm + loc
+                                    break
+                            if ns < 0:
+                                return 2, 0
+                            ctx_slot[c] = ns
+                            sl_ctx[ns] = c
+                            sl_row[ns] = c_start[c]
+                            sl_end[ns] = c_end[c]
+                            sl_sidx[ns] = r_sidx[c_start[c]]
+                            sl_same[ns] = tl
+                            sl_samec[ns] = NO_WARP
+                            sl_bar[ns] = 0.0
+                            sl_age[ns] = age
+                            age += 1
+                            sl_yield[ns] = 1
+                            sl_since[ns] = tl
+                            sl_block[ns] = b
+                            rg_t[ns, :] = 0.0
+                            rg_b[ns, :] = 0.0
+                            sb_t[ns, :] = 0.0
+                            sb_b[ns, :] = 0.0
+                            compute_tdep(ns)
+                            note_ready(ns)
+                            g2 = sl_g[ns]
+                            sch_list[g2, sch_n[g2]] = ns
+                            sch_n[g2] += 1
+                elif sw_bar and blk_arrived[blk] > 0 and blk_arrived[blk] >= blk_live[blk]:
+                    release(blk, t + blk_barlat[blk])
+            # ---- when may this scheduler issue next?
+            nxt = minr
+            n1 = mc1
+            n2 = mc2
+            nsp = msp
+            if others_ready or fast:
+                nxt = t
+                n1 = SCHEDULER
+                n2 = SCHEDULER
+                nsp = t
+            if sl_ctx[slot] >= 0 and sl_tdep[slot] < nxt:
+                nxt = sl_tdep[slot]
+                n1 = sl_c1[slot]
+                n2 = sl_c2[slot]
+                nsp = sl_split[slot]
+            if sched_free[g] >= nxt:
+                nxt = sched_free[g]
+                n1 = SCHEDULER
+                n2 = SCHEDULER
+                nsp = nxt
+            if nxt < sched_next[g]:
+                sched_next[g] = nxt
+                sched_c1[g] = n1
+                sched_c2[g] = n2
+                sched_split[g] = nsp
+
+        if finished >= C:
+            break
+        # ---- jump to the next cycle at which something may issue; charge the skipped cycles
+        gi = 0
+        for g in range(1, G):
+            if sched_next[g] < sched_next[gi]:
+                gi = g
+        if sched_next[gi] >= INF:
+            status = 1
+            break
+        tn = math.ceil(sched_next[gi])
+        if tn < t + 1.0:
+            tn = t + 1.0
+        a = t
+        if issued:
+            stall_out[ISSUE] += 1
+            a = t + 1.0
+        sp = math.ceil(sched_split[gi])
+        if sp < a:
+            sp = a
+        if sp > tn:
+            sp = tn
+        stall_out[sched_c1[gi]] += int(sp - a)
+        stall_out[sched_c2[gi]] += int(tn - sp)
+        t = tn
+
+    if status != 0:
+        return status, int(t)
+    # ---- tail: the last issue cycle, then waiting for the last results (kernel end)
+    stall_out[ISSUE] += 1
+    total = t + 1.0
+    ke = math.ceil(kend)
+    if ke > total:
+        sp = math.ceil(kend_b)
+        if sp < total:
+            sp = total
+        if sp > ke:
+            sp = ke
+        stall_out[kend_c1] += int(sp - total)
+        stall_out[kend_c2] += int(ke - sp)
+        total = ke
+    for sm in range(n_sms):
+        sm_end[sm] = math.ceil(sm_end[sm])
+    return 0, int(total)

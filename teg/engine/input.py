@@ -1,0 +1,207 @@
+"""``EngineInput``: everything the jitted loop needs, as flat numpy arrays and scalars.
+
+Built by :func:`teg.engine.lower.lower`; tests may build one by hand with :func:`make_input`.
+Three tables:
+
+* static instructions (``s_*``, one row per static instruction): unit, latencies, memory path,
+  dependency cause, registers, control codes;
+* dynamic rows (``r_*``, one per warp instruction, grouped by warp context): static index,
+  shared-memory wavefronts, global transactions (CSR ``r_tx_start`` into ``tx_*``);
+* warp contexts / blocks: the rows of each simulated warp, its block, the SM each block runs on
+  (``sm_blocks`` lists each SM's blocks in launch order).
+
+Machine and option scalars live in ``ipar`` (int64) and ``fpar`` (float64), indexed by the
+``I_*`` / ``F_*`` constants below.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+# ---- ipar indexes
+I_SMS, I_SCHED, I_SLOTS, I_RESIDENT, I_POLICY, I_DEPMODEL = 0, 1, 2, 3, 4, 5
+I_SW_BANK, I_SW_COAL, I_SW_SKEW, I_SW_BW, I_SW_L1, I_SW_L2 = 6, 7, 8, 9, 10, 11
+I_SW_DEPS, I_SW_UNITS, I_SW_SAME, I_SW_BAR = 12, 13, 14, 15
+I_L1_SETS, I_L1_ASSOC, I_L1_LINE, I_L1_SECTOR = 16, 17, 18, 19
+I_L2_SETS, I_L2_ASSOC, I_L2_LINE, I_L2_SECTOR = 20, 21, 22, 23
+I_CHANNELS, I_SMS_PER_PIPE, I_PIPE_SLOTS, I_TIMELINE, I_WARP_SIZE = 24, 25, 26, 27, 28
+NUM_IPAR = 29
+# ---- fpar indexes
+F_ISSUE_INTERVAL, F_L1_LAT, F_L2_LAT, F_DRAM_LAT, F_SERVICE_PER_BYTE = 0, 1, 2, 3, 4
+F_WAVEFRONT_CYCLES, F_RBAR_LAT, F_LAUNCH_LAT = 5, 6, 7
+NUM_FPAR = 8
+
+POLICY_CODES = {"lrr": 0, "gto": 1}
+DEPMODEL_CODES = {"scoreboard": 0, "controlcodes": 1}
+
+
+@dataclass
+class EngineInput:
+    """Flat arrays for :func:`teg.engine.run` (see the module docstring for the layout)."""
+
+    # static instructions [S]
+    s_unit: np.ndarray          # int32 unit index
+    s_occ: np.ndarray           # float64 cycles the instruction occupies one copy of its unit
+    s_lat_exec: np.ndarray      # float64 execution latency (cycles)
+    s_lat_multi: np.ndarray     # float64 issue latency, multiple warps
+    s_lat_same: np.ndarray      # float64 issue latency, same warp
+    s_mem: np.ndarray           # int32 MEM_NONE / MEM_SHARED / MEM_GLOBAL
+    s_mem_lat: np.ndarray       # float64 conflict-free shared latency (MEM_SHARED rows)
+    s_store: np.ndarray         # int32 1 = bypasses L1 (stores write through, atomics resolve in L2)
+    s_barrier: np.ndarray       # int32 1 = BAR (waits for its block)
+    s_depcause: np.ndarray      # int32 stall cause charged to a consumer waiting on this result
+    s_dst: np.ndarray           # int16 [S, D] register ids written (-1 pad)
+    s_src: np.ndarray           # int16 [S, K] register ids read (-1 pad)
+    s_ctrl: np.ndarray          # int32 1 = control codes present
+    s_stall: np.ndarray         # int32
+    s_yield: np.ndarray         # int32
+    s_wbar: np.ndarray          # int32 (7 = none)
+    s_rbar: np.ndarray          # int32 (7 = none)
+    s_wait: np.ndarray          # int32 6-bit mask
+    s_depbar: np.ndarray        # int32 SB index a DEPBAR waits on (-1 = none)
+    # units [U]
+    u_occ: np.ndarray           # float64 cycles one warp instruction occupies a copy
+    u_count: np.ndarray         # int32 copies
+    u_per_sm: np.ndarray        # int32 1 = shared by the SM's schedulers
+    # rows [N]
+    r_sidx: np.ndarray          # int32
+    r_wave: np.ndarray          # int32 shared wavefronts (0 = not a shared access)
+    r_wave_min: np.ndarray      # int32 conflict-free wavefronts
+    r_tx_start: np.ndarray      # int64 [N+1]
+    r_tx_min: np.ndarray        # int32 perfect-coalescing transaction count
+    r_tx_min_bytes: np.ndarray  # int64 perfect-coalescing bytes
+    tx_addr: np.ndarray         # int64 [M] transaction byte address
+    tx_bytes: np.ndarray        # int64 [M]
+    tx_chan: np.ndarray         # int32 [M] DRAM channel
+    # warp contexts [C] and blocks [B]
+    c_start: np.ndarray         # int64
+    c_end: np.ndarray           # int64
+    c_block: np.ndarray         # int32
+    b_ctx_start: np.ndarray     # int32 [B+1] contexts of block b
+    sm_blocks_start: np.ndarray  # int32 [sms+1]
+    sm_blocks: np.ndarray       # int32 block ids per SM in launch order
+    ipar: np.ndarray            # int64 [NUM_IPAR]
+    fpar: np.ndarray            # float64 [NUM_FPAR]
+    # descriptive (not used by the loop)
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def num_rows(self) -> int:
+        return int(self.r_sidx.shape[0])
+
+    @property
+    def num_static(self) -> int:
+        return int(self.s_unit.shape[0])
+
+
+def make_input(*, lat_exec, lat_multi, lat_same, unit=None, dst=None, src=None, mem=None,
+               mem_lat=None, store=None, barrier=None, depcause=None, ctrl=None, units_occ=(1.0,),
+               units_count=(1,), units_per_sm=(0,), rows_per_warp=None, warps_per_block=None,
+               r_wave=None, r_wave_min=None, tx=None, tx_min=None, sms=1, schedulers=1, slots=64, resident=1 << 20,
+               blocks_sm=None, issue_interval=1.0, policy="gto", dependency_model="scoreboard",
+               switches=None, l1=None, l2=None, dram_latency=400.0, channels=1,
+               service_per_byte=0.0, sms_per_pipeline=1, pipe_slots=0, wavefront_cycles=0.0,
+               rbar_latency=1.0, launch_latency=0.0, record_timeline=True, meta=None) -> EngineInput:
+    """Build an :class:`EngineInput` by hand (tests, synthetic experiments).
+
+    ``lat_*``, ``unit``, ``dst``/``src`` (lists of register-id lists) … describe the static
+    instructions; ``rows_per_warp`` is a list (one per warp) of static-index lists; warps are
+    grouped into blocks of ``warps_per_block``; ``tx`` is a list (one per row) of
+    ``(addr, nbytes, channel)`` lists (``tx_min``: the perfect-coalescing count per row, default all);
+    ``blocks_sm`` gives each block's SM (default round-robin).
+    ``switches`` maps mechanism names of :class:`teg.engine.Options` to booleans.
+    """
+    from teg.engine.codes import DEP_BASE
+
+    S = len(lat_exec)
+    f64 = lambda x, d=0.0: np.asarray(x if x is not None else [d] * S, np.float64)  # noqa: E731
+    i32 = lambda x, d=0: np.asarray(x if x is not None else [d] * S, np.int32)  # noqa: E731
+
+    def regs(lists, width):
+        a = np.full((S, width), -1, np.int16)
+        for i, lst in enumerate(lists or []):
+            a[i, :len(lst)] = lst
+        return a
+
+    rows_per_warp = rows_per_warp if rows_per_warp is not None else [list(range(S))]
+    if r_wave is None and mem is not None:      # shared rows default to one (conflict-free) wavefront
+        r_wave = [1 if mem[s] == 1 else 0 for w in rows_per_warp for s in w]
+    W = len(rows_per_warp)
+    wpb = warps_per_block or W
+    r_sidx = np.asarray([s for w in rows_per_warp for s in w], np.int32)
+    N = r_sidx.shape[0]
+    lens = np.asarray([len(w) for w in rows_per_warp], np.int64)
+    c_start = np.concatenate([[0], np.cumsum(lens)[:-1]]).astype(np.int64)
+    c_end = (c_start + lens).astype(np.int64)
+    B = (W + wpb - 1) // wpb
+    c_block = (np.arange(W) // wpb).astype(np.int32)
+    b_ctx_start = np.minimum(np.arange(B + 1) * wpb, W).astype(np.int32)
+    bsm = np.asarray(blocks_sm if blocks_sm is not None else [b % sms for b in range(B)], np.int32)
+    order = np.argsort(bsm, kind="stable").astype(np.int32)
+    sm_blocks_start = np.searchsorted(bsm[order], np.arange(sms + 1)).astype(np.int32)
+    tx = tx if tx is not None else [[] for _ in range(N)]
+    r_tx_start = np.concatenate([[0], np.cumsum([len(t) for t in tx])]).astype(np.int64)
+    flat = [x for t in tx for x in t]
+    tx_addr = np.asarray([x[0] for x in flat], np.int64)
+    tx_bytes = np.asarray([x[1] for x in flat], np.int64)
+    tx_chan = np.asarray([x[2] for x in flat], np.int32)
+    r_tx_min = np.asarray(tx_min if tx_min is not None else [len(t) for t in tx], np.int32)
+    r_tx_min_bytes = np.asarray([sum(x[1] for x in t[:m]) for t, m in zip(tx, r_tx_min)], np.int64)
+    sw = {"bank_conflicts": True, "coalescing": True, "channel_skew": True, "bandwidth": True,
+          "l1_misses": True, "l2_misses": True, "dependencies": True, "unit_throughput": True,
+          "same_warp_penalty": True, "barriers": True, **(switches or {})}
+    ipar = np.zeros(NUM_IPAR, np.int64)
+    fpar = np.zeros(NUM_FPAR, np.float64)
+    ipar[I_SMS], ipar[I_SCHED], ipar[I_SLOTS], ipar[I_RESIDENT] = sms, schedulers, slots, resident
+    ipar[I_POLICY], ipar[I_DEPMODEL] = POLICY_CODES[policy], DEPMODEL_CODES[dependency_model]
+    for idx, name in ((I_SW_BANK, "bank_conflicts"), (I_SW_COAL, "coalescing"), (I_SW_SKEW, "channel_skew"),
+                      (I_SW_BW, "bandwidth"), (I_SW_L1, "l1_misses"), (I_SW_L2, "l2_misses"),
+                      (I_SW_DEPS, "dependencies"), (I_SW_UNITS, "unit_throughput"),
+                      (I_SW_SAME, "same_warp_penalty"), (I_SW_BAR, "barriers")):
+        ipar[idx] = int(bool(sw[name]))
+    for base, geo in ((I_L1_SETS, l1), (I_L2_SETS, l2)):
+        if geo is not None:
+            ipar[base:base + 4] = geo[:4]
+    ipar[I_CHANNELS], ipar[I_SMS_PER_PIPE], ipar[I_PIPE_SLOTS] = channels, sms_per_pipeline, pipe_slots
+    ipar[I_TIMELINE], ipar[I_WARP_SIZE] = int(record_timeline), 32
+    fpar[F_ISSUE_INTERVAL] = issue_interval
+    fpar[F_L1_LAT] = l1[4] if l1 is not None else 0.0
+    fpar[F_L2_LAT] = l2[4] if l2 is not None else 0.0
+    fpar[F_DRAM_LAT], fpar[F_SERVICE_PER_BYTE] = dram_latency, service_per_byte
+    fpar[F_WAVEFRONT_CYCLES], fpar[F_RBAR_LAT], fpar[F_LAUNCH_LAT] = wavefront_cycles, rbar_latency, launch_latency
+    ctrl = ctrl or {}
+    return EngineInput(
+        s_unit=i32(unit), s_occ=np.asarray(units_occ, np.float64)[i32(unit)], s_lat_exec=f64(lat_exec), s_lat_multi=f64(lat_multi), s_lat_same=f64(lat_same),
+        s_mem=i32(mem), s_mem_lat=f64(mem_lat), s_store=i32(store), s_barrier=i32(barrier),
+        s_depcause=i32(depcause, DEP_BASE + 1), s_dst=regs(dst, 8), s_src=regs(src, 16),
+        s_ctrl=i32(ctrl.get("ctrl")), s_stall=i32(ctrl.get("stall")), s_yield=i32(ctrl.get("yield"), 1),
+        s_wbar=i32(ctrl.get("wbar"), 7), s_rbar=i32(ctrl.get("rbar"), 7), s_wait=i32(ctrl.get("wait")),
+        s_depbar=i32(ctrl.get("depbar"), -1),
+        u_occ=np.asarray(units_occ, np.float64), u_count=np.asarray(units_count, np.int32),
+        u_per_sm=np.asarray(units_per_sm, np.int32),
+        r_sidx=r_sidx, r_wave=np.asarray(r_wave if r_wave is not None else [0] * N, np.int32),
+        r_wave_min=np.asarray(r_wave_min if r_wave_min is not None else (r_wave if r_wave is not None else [0] * N), np.int32),
+        r_tx_start=r_tx_start, r_tx_min=r_tx_min, r_tx_min_bytes=r_tx_min_bytes,
+        tx_addr=tx_addr, tx_bytes=tx_bytes, tx_chan=tx_chan,
+        c_start=c_start, c_end=c_end, c_block=c_block, b_ctx_start=b_ctx_start,
+        sm_blocks_start=sm_blocks_start, sm_blocks=order, ipar=ipar, fpar=fpar, meta=dict(meta or {}))
+
+
+SWITCH_INDEX = {"bank_conflicts": I_SW_BANK, "coalescing": I_SW_COAL, "channel_skew": I_SW_SKEW,
+                "bandwidth": I_SW_BW, "l1_misses": I_SW_L1, "l2_misses": I_SW_L2, "dependencies": I_SW_DEPS,
+                "unit_throughput": I_SW_UNITS, "same_warp_penalty": I_SW_SAME, "barriers": I_SW_BAR}
+
+
+def with_switches(inp: EngineInput, **switches: bool) -> EngineInput:
+    """A shallow copy of ``inp`` with mechanism switches changed (the arrays are shared; only
+    ``ipar`` is copied) — what-ifs need no second lowering."""
+    from dataclasses import replace
+
+    ipar = inp.ipar.copy()
+    for name, on in switches.items():
+        if name not in SWITCH_INDEX:
+            raise KeyError(f"unknown mechanism {name!r}")
+        ipar[SWITCH_INDEX[name]] = int(bool(on))
+    return replace(inp, ipar=ipar)

@@ -1,0 +1,437 @@
+"""Lowering: Program (SASS) and/or KernelTrace + Machine + Options → :class:`EngineInput`.
+
+Steps (all vectorized over rows; per-static-instruction work is Python over the few hundred
+static instructions):
+
+1. static table — from the SASS (``Program.table()``, rows mapped by :func:`teg.trace.join`), or,
+   with a trace alone, one pseudo-static instruction per distinct PC with the trace's opcode text
+   and register lists; with SASS alone, the straight-line path from the first instruction to the
+   first ``EXIT`` is the dynamic stream of every warp;
+2. classification — ``machine.classify`` gives unit, latency class, kind, space; unknown opcodes
+   are an error (or, with ``Options(unknown="alu")``, the ``int`` class with a warning);
+3. simulated warps — the trace's blocks dealt round-robin to the GPU's SMs (block ``j`` of the
+   trace → SM ``j mod num_sms``) and those of SMs ``0 … sms-1`` kept; the SMs that receive a
+   block are *busy* and share DRAM bandwidth and L2 equally. Sweep modes instead put exactly
+   ``warps`` warps (or ``blocks`` blocks) on one SM, reusing trace warps cyclically, with every SM
+   of the GPU assumed to run the same configuration (TEG §5.1's measurement setup);
+4. memory precomputation on the kept rows — shared wavefronts (:mod:`teg.memory.shared`),
+   coalesced transactions (:mod:`teg.memory.coalesce`) and their DRAM channels
+   (:mod:`teg.memory.channels`). Cache hits are order-dependent, so L1/L2 are simulated inside
+   the jitted loop in issue order;
+5. scalars — occupancy, cache geometry, the simulated SMs' share of DRAM bandwidth and of the L2.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+from teg import TegError
+from teg.engine.codes import DEP_BASE, DEP_GLOBAL, DEP_SHARED, MEM_GLOBAL, MEM_SHARED, UNIT_CLASSES
+from teg.engine.input import (DEPMODEL_CODES, F_DRAM_LAT, F_ISSUE_INTERVAL, F_L1_LAT, F_L2_LAT,
+                              F_LAUNCH_LAT, F_RBAR_LAT, F_SERVICE_PER_BYTE, F_WAVEFRONT_CYCLES,
+                              I_CHANNELS, I_DEPMODEL, I_L1_SETS, I_L2_SETS, I_PIPE_SLOTS, I_POLICY,
+                              I_RESIDENT, I_SCHED, I_SLOTS, I_SMS, I_SMS_PER_PIPE, I_SW_BANK,
+                              I_SW_BAR, I_SW_BW, I_SW_COAL, I_SW_DEPS, I_SW_L1, I_SW_L2, I_SW_SAME,
+                              I_SW_SKEW, I_SW_UNITS, I_TIMELINE, I_WARP_SIZE, NUM_FPAR, NUM_IPAR,
+                              POLICY_CODES, EngineInput)
+from teg.engine.occupancy import occupancy
+from teg.engine.options import Options
+from teg.machine.model import Machine, OpInfo
+from teg.memory.cache import cache_geometry
+from teg.memory.channels import channel_of
+from teg.memory.coalesce import cc13_transactions, sector_transactions
+from teg.memory.shared import shared_wavefronts
+
+MAX_DST = 8
+MAX_SRC = 16
+MEMORY_KINDS = ("load", "store", "atomic")
+
+
+class LoweringError(TegError):
+    """Inputs the engine cannot model (unknown opcodes, control flow without a trace, …)."""
+
+
+# ------------------------------------------------------------------------------------ static side
+
+
+def _static_from_program(program) -> dict:
+    tab = program.table()
+    n = len(program.instructions)
+    shared_operand = np.zeros(n, bool)
+    depbar = np.full(n, -1, np.int32)
+    barrier_waits = np.ones(n, bool)
+    for i, ins in enumerate(program.instructions):
+        for op in ins.operands:
+            if op.kind == "mem" and op.space == "shared":
+                shared_operand[i] = True
+        if ins.base == "DEPBAR":
+            for op in ins.operands:
+                t = op.text.strip()
+                if t.startswith("SB") and t[2:].isdigit():
+                    depbar[i] = int(t[2:])
+        if ins.base == "BAR" and "ARV" in ins.modifiers:
+            barrier_waits[i] = False
+    return {"opcodes": [ins.opcode for ins in program.instructions], "pcs": tab["address"].astype(np.int64),
+            "dst": _pad(tab["dst"], MAX_DST), "src": _pad(tab["src"], MAX_SRC),
+            "ctrl": tab["has_ctrl"], "stall": tab["stall"], "yield": tab["yield_"], "wbar": tab["wbar"],
+            "rbar": tab["rbar"], "wait": tab["wait"], "mem_width": tab["mem_width"],
+            "shared_operand": shared_operand, "depbar": depbar, "barrier_waits": barrier_waits}
+
+
+def _static_from_trace(kt) -> tuple[dict, np.ndarray]:
+    """One pseudo-static instruction per distinct PC (registers and opcode of its first row)."""
+    pcs, first, inv = np.unique(np.asarray(kt.pc, np.int64), return_index=True, return_inverse=True)
+    n = pcs.shape[0]
+    opcodes = [kt.opcodes[int(o)] for o in np.asarray(kt.opcode)[first]]
+    zeros = np.zeros(n, np.int32)
+    return ({"opcodes": opcodes, "pcs": pcs, "dst": _pad(np.asarray(kt.dst)[first], MAX_DST),
+             "src": _pad(np.asarray(kt.src)[first], MAX_SRC), "ctrl": zeros, "stall": zeros,
+             "yield": zeros + 1, "wbar": zeros + 7, "rbar": zeros + 7, "wait": zeros,
+             "mem_width": np.asarray(kt.mem_width)[first].astype(np.int32), "shared_operand": np.zeros(n, bool),
+             "depbar": np.full(n, -1, np.int32),
+             "barrier_waits": np.array(["ARV" not in op.split(".")[1:] for op in opcodes], bool)},
+            inv.astype(np.int32))
+
+
+def _pad(a: np.ndarray, width: int) -> np.ndarray:
+    """Register lists as ``width`` columns, valid ids first then -1 (the engine stops at the first
+    -1; a trace may print RZ = -1 between real registers)."""
+    a = np.asarray(a, np.int16)
+    if a.ndim == 2 and a.shape[1]:
+        a = np.take_along_axis(a, np.argsort(a < 0, axis=1, kind="stable"), axis=1)
+    out = np.full((a.shape[0], width), -1, np.int16)
+    w = min(width, a.shape[1]) if a.ndim == 2 else 0
+    if w:
+        out[:, :w] = a[:, :w]
+    return out
+
+
+def _straight_line(program) -> np.ndarray:
+    """Static indices of the straight-line path 0 … first EXIT; control flow is an error."""
+    path = []
+    for ins in program.instructions:
+        path.append(ins.index)
+        if ins.base == "EXIT" and ins.guard in (None, "PT"):
+            break
+        if ins.branch_target is not None or ins.base in ("BRA", "BRX", "JMP", "JMX", "CALL", "RET", "SSY",
+                                                         "BSSY", "BREAK", "BRK", "CAL", "JCAL"):
+            raise LoweringError(f"{program.source or program.name}:{ins.line}: {ins.opcode} at "
+                                f"/*{ins.address:04x}*/ is control flow; estimating this kernel needs a trace (--trace)")
+    return np.asarray(path, np.int32)
+
+
+def _fallback_info(machine: Machine) -> OpInfo:
+    for name in ("int", "alu", "sp"):
+        if name in machine.latencies:
+            lat = name
+            break
+    else:
+        lat = next(iter(machine.latencies))
+    unit = next((u for u in ("alu", "sp", "int") if u in machine.units), next(iter(machine.units)))
+    return OpInfo(unit=unit, latency=lat, kind="alu", space="none", variable=False, unit_class="int")
+
+
+def classify_all(opcodes: list[str], machine: Machine, unknown: str = "error", where: str = "") -> list[OpInfo]:
+    """OpInfo per opcode; unknown opcodes raise :class:`LoweringError` naming them all (or, with
+    ``unknown="alu"``, get the integer-ALU class and a warning)."""
+    infos = [machine.classify(op) for op in opcodes]
+    missing = sorted({op for op, info in zip(opcodes, infos) if info is None})
+    if missing:
+        if unknown != "alu":
+            raise LoweringError(f"{where or 'kernel'}: machine table {machine.name} does not know "
+                                f"{len(missing)} opcode(s): {', '.join(missing)} (add them to the table, or "
+                                "pass --unknown alu to time them as integer ALU instructions)")
+        warnings.warn(f"timing unknown opcodes as integer ALU: {', '.join(missing)}", stacklevel=2)
+        fb = _fallback_info(machine)
+        infos = [info if info is not None else fb for info in infos]
+    return infos
+
+
+# ------------------------------------------------------------------------------------ dynamic side
+
+
+def _gather_csr(start: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """New CSR offsets and element indices for the subset/repetition ``rows`` of a CSR table."""
+    start = np.asarray(start, np.int64)
+    cnt = start[rows + 1] - start[rows]
+    new_start = np.zeros(rows.shape[0] + 1, np.int64)
+    np.cumsum(cnt, out=new_start[1:])
+    idx = np.repeat(start[rows] - new_start[:-1], cnt) + np.arange(new_start[-1], dtype=np.int64)
+    return new_start, idx
+
+
+def _rows_of(warp_start: np.ndarray, warps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Concatenated row indices of ``warps`` and their per-warp lengths."""
+    ws = np.asarray(warp_start, np.int64)
+    lens = ws[warps + 1] - ws[warps]
+    off = np.zeros(warps.shape[0] + 1, np.int64)
+    np.cumsum(lens, out=off[1:])
+    rows = np.repeat(ws[warps] - off[:-1], lens) + np.arange(off[-1], dtype=np.int64)
+    return rows, lens
+
+
+def _select(kt, machine: Machine, options: Options):
+    """Trace warps to simulate: (trace warp per context, block per context, SM per block,
+    resident-block override, slots per SM, number of busy SMs on the GPU)."""
+    W = kt.num_warps
+    wblock = np.asarray(kt.warp_block, np.int64)
+    blocks, first_warp = np.unique(wblock, return_index=True)
+    order = np.argsort(first_warp, kind="stable")
+    blocks = blocks[order]
+    pos = {int(b): j for j, b in enumerate(blocks)}
+    wpb = kt.info.warps_per_block if kt.info.threads_per_block > 1 else max(1, W // max(len(blocks), 1))
+    if options.warps is not None:
+        n = int(options.warps)
+        ctx_warp = np.arange(n, dtype=np.int64) % W
+        ctx_block = np.arange(n, dtype=np.int64) // max(wpb, 1)
+        nb = int(ctx_block[-1]) + 1
+        return ctx_warp, ctx_block, np.zeros(nb, np.int64), nb, max(machine.limits.max_warps, n), machine.num_sms
+    if options.blocks is not None:
+        nbk = int(options.blocks)
+        ctx_warp, ctx_block = [], []
+        for k in range(nbk):
+            b = blocks[k % len(blocks)]
+            ws = np.nonzero(wblock == b)[0]
+            ctx_warp.append(ws)
+            ctx_block.append(np.full(ws.shape[0], k))
+        ctx_warp = np.concatenate(ctx_warp)
+        ctx_block = np.concatenate(ctx_block)
+        return (ctx_warp, ctx_block, np.zeros(nbk, np.int64), nbk,
+                max(machine.limits.max_warps, ctx_warp.shape[0]), machine.num_sms)
+    sms = int(options.sms)
+    if sms > machine.num_sms:
+        raise LoweringError(f"--sms {sms}: {machine.name} has {machine.num_sms} SMs")
+    sm_of_pos = np.arange(len(blocks)) % machine.num_sms
+    keep_pos = np.nonzero(sm_of_pos < sms)[0]
+    keep_blocks = blocks[keep_pos]
+    ctx_warp = np.nonzero(np.isin(wblock, keep_blocks))[0]
+    # contexts grouped by block in block order (warps are stored by block already)
+    bpos = np.array([pos[int(b)] for b in wblock[ctx_warp]], np.int64)
+    srt = np.argsort(bpos, kind="stable")
+    ctx_warp = ctx_warp[srt]
+    bpos = bpos[srt]
+    uniq_pos, ctx_block = np.unique(bpos, return_inverse=True)
+    grid_blocks = max(kt.info.num_blocks, len(blocks))
+    busy = min(machine.num_sms, grid_blocks)
+    return ctx_warp, ctx_block, sm_of_pos[uniq_pos], None, machine.limits.max_warps, max(busy, sms)
+
+
+# ------------------------------------------------------------------------------------ main entry
+
+
+def resolve_dependency_model(options: Options, machine: Machine, has_ctrl: bool) -> tuple[str, str | None]:
+    """The dependency model to use and a note when ``auto`` had to fall back."""
+    want = options.dependency_model
+    if want == "controlcodes" and not has_ctrl:
+        raise LoweringError("dependency model controlcodes needs SASS with control codes (sm_70+ cuobjdump/nvdisasm text)")
+    if want == "auto":
+        if machine.dependency_model == "controlcodes" and not has_ctrl:
+            return "scoreboard", "no control codes in the input (no SASS, or pre-Volta SASS): register scoreboard used"
+        return machine.dependency_model, None
+    return want, None
+
+
+def lower(program, kernel_trace, machine: Machine, options: Options | None = None) -> EngineInput:
+    """Build the :class:`EngineInput` for ``program`` (a :class:`teg.sass.Program` or None) and/or
+    ``kernel_trace`` (a :class:`teg.trace.KernelTrace` or None) on ``machine``."""
+    options = options or Options()
+    if program is None and kernel_trace is None:
+        raise LoweringError("nothing to estimate: give SASS (--sass), a trace (--trace) or both")
+    notes: list[str] = []
+    kt = kernel_trace
+    name = (kt.info.name if kt is not None else None) or (program.name if program is not None else "kernel")
+
+    # 1. static table and the row → static map
+    if program is not None:
+        st = _static_from_program(program)
+        if kt is not None:
+            from teg.trace import join
+            sidx_trace = join(kt, program)
+        else:
+            path = _straight_line(program)
+    else:
+        st, sidx_trace = _static_from_trace(kt)
+    S = len(st["opcodes"])
+    infos = classify_all(st["opcodes"], machine, options.unknown, where=name)
+    has_ctrl = program is not None and bool(np.any(st["ctrl"][np.unique(sidx_trace) if kt is not None else path]))
+    depmodel, note = resolve_dependency_model(options, machine, has_ctrl)
+    if note:
+        notes.append(note)
+
+    # 2. per static instruction
+    unit_names = list(machine.units)
+    s_unit = np.array([unit_names.index(i.unit) for i in infos], np.int32)
+    s_occ = np.array([machine.occupancy(i) if hasattr(machine, "occupancy") else machine.units[i.unit].occupancy
+                      for i in infos], np.float64)
+    lat = [machine.latencies[i.latency] for i in infos]
+    s_lat_exec = np.array([x.execution for x in lat], np.float64)
+    s_lat_multi = np.array([x.issue_multi for x in lat], np.float64)
+    s_lat_same = np.array([x.issue_same for x in lat], np.float64)
+    s_mem = np.zeros(S, np.int32)
+    s_mem_lat = np.zeros(S, np.float64)
+    s_depcause = np.zeros(S, np.int32)
+    s_store = np.zeros(S, np.int32)
+    s_barrier = np.zeros(S, np.int32)
+    s_width = np.zeros(S, np.int64)
+    for i, info in enumerate(infos):
+        cls = DEP_BASE + (UNIT_CLASSES.index(info.unit_class) if info.unit_class in UNIT_CLASSES else len(UNIT_CLASSES) - 1)
+        s_depcause[i] = cls
+        is_mem = info.kind in MEMORY_KINDS
+        if (is_mem and info.space == "shared") or st["shared_operand"][i]:
+            s_mem[i] = MEM_SHARED
+            s_depcause[i] = DEP_SHARED if is_mem else cls
+            s_mem_lat[i] = s_lat_exec[i] if is_mem else s_lat_exec[i] + machine.shared.latency
+        elif is_mem and info.space in ("global", "local", "generic", "texture"):
+            s_mem[i] = MEM_GLOBAL
+            s_depcause[i] = DEP_GLOBAL
+        s_store[i] = int(info.kind in ("store", "atomic"))     # bypass L1 (write-through; atomics at L2)
+        s_barrier[i] = int(info.kind == "barrier" and bool(st["barrier_waits"][i]))
+        s_width[i] = int(st["mem_width"][i]) or int(getattr(info, "width", 0) or 0) or 4
+
+    # 3. simulated warps and their rows
+    if kt is not None:
+        ctx_warp, ctx_block, block_sm, nblocks_override, slots, busy = _select(kt, machine, options)
+        rows, lens = _rows_of(kt.warp_start, ctx_warp)
+        keep = lens > 0
+        r_sidx = sidx_trace[rows]
+        addr_start, aidx = _gather_csr(kt.addr_start, rows)
+        addresses = np.asarray(kt.addresses)[aidx]
+        mask = np.asarray(kt.mask, np.uint32)[rows]
+        width = np.asarray(kt.mem_width, np.int64)[rows]
+        width = np.where(width > 0, width, s_width[r_sidx])
+        info = kt.info
+        threads, regs, shmem = info.threads_per_block, info.nregs, info.shmem
+        wpb_real = info.warps_per_block
+    else:
+        if options.blocks is not None:
+            raise LoweringError(f"{name}: a block sweep needs a trace (the block shape comes from its launch)")
+        n = int(options.warps or 1)
+        ctx_warp = np.zeros(n, np.int64)
+        ctx_block = np.zeros(n, np.int64)
+        block_sm = np.zeros(1, np.int64)
+        nblocks_override, slots, busy = 1, max(machine.limits.max_warps, n), machine.num_sms
+        lens = np.full(n, path.shape[0], np.int64)
+        keep = lens > 0
+        r_sidx = np.tile(path, n).astype(np.int32)
+        rows = np.arange(r_sidx.shape[0])
+        addr_start = np.zeros(r_sidx.shape[0] + 1, np.int64)
+        addresses = np.zeros(0, np.uint64)
+        mask = np.full(r_sidx.shape[0], 0xFFFFFFFF, np.uint32)
+        width = s_width[r_sidx]
+        threads, regs, shmem, wpb_real = n * machine.warp_size, 0, 0, n
+        notes.append("SASS only: every warp runs the straight-line path; memory accesses use the "
+                     "conflict-free, fully coalesced pattern (no addresses)")
+    ctx_lens = lens[keep]
+    kept_blocks, ctx_block = np.unique(np.asarray(ctx_block)[keep], return_inverse=True)
+    block_sm = np.asarray(block_sm, np.int64)[kept_blocks]
+    if ctx_lens.shape[0] == 0:
+        raise LoweringError(f"{name}: the trace has no instructions for the simulated warps")
+    N = r_sidx.shape[0]
+
+    # 4. memory precomputation
+    mem_row = s_mem[r_sidx]
+    is_shared = mem_row == MEM_SHARED
+    is_global = mem_row == MEM_GLOBAL
+    r_wave = np.zeros(N, np.int64)
+    r_wave_min = np.zeros(N, np.int64)
+    sh = machine.shared
+    if is_shared.any():
+        shared_wavefronts(addr_start, addresses.astype(np.uint64), mask, width, is_shared, sh.banks,
+                          sh.bank_bytes, sh.phase_lanes, machine.warp_size, r_wave, r_wave_min)
+    gm = machine.memory
+    if gm.coalescing == "cc13":
+        tx_start, tx_addr, tx_bytes, tx_min, tx_min_bytes = cc13_transactions(
+            addr_start, addresses, mask, width, is_global, machine.warp_size)
+    else:
+        tx_start, tx_addr, tx_bytes, tx_min, tx_min_bytes = sector_transactions(
+            addr_start, addresses, mask, width, is_global, gm.segment_bytes[0], machine.warp_size)
+    tx_chan = channel_of(tx_addr, gm.channels, gm.interleave_bytes, gm.channel_hash)
+
+    # 5. blocks, SMs, occupancy
+    B = int(ctx_block.max()) + 1 if ctx_block.shape[0] else 0
+    counts = np.bincount(ctx_block, minlength=B)
+    b_ctx_start = np.zeros(B + 1, np.int32)
+    np.cumsum(counts, out=b_ctx_start[1:])
+    n_sms = 1 if (options.warps is not None or options.blocks is not None or kt is None) else int(options.sms)
+    order = np.argsort(block_sm, kind="stable").astype(np.int32)
+    sm_blocks_start = np.searchsorted(block_sm[order], np.arange(n_sms + 1)).astype(np.int32)
+    occ = None
+    if nblocks_override is not None:
+        resident = nblocks_override
+    else:
+        occ = occupancy(machine, threads, regs, shmem)
+        resident = occ.blocks
+    if options.blocks_per_sm is not None:
+        resident = int(options.blocks_per_sm)
+    wpb_max = int(counts.max()) if B else 1
+    if wpb_max > slots:
+        raise LoweringError(f"{name}: a block of {wpb_max} warps exceeds the {slots} warp slots of an SM")
+    resident = max(1, min(resident, slots // max(wpb_max, 1)))
+    c_start = np.zeros(ctx_lens.shape[0], np.int64)
+    np.cumsum(ctx_lens[:-1], out=c_start[1:])
+    c_end = c_start + ctx_lens
+
+    # 6. scalars
+    share = n_sms / max(busy, n_sms)
+    ipar = np.zeros(NUM_IPAR, np.int64)
+    fpar = np.zeros(NUM_FPAR, np.float64)
+    ipar[I_SMS], ipar[I_SCHED], ipar[I_SLOTS], ipar[I_RESIDENT] = n_sms, machine.schedulers, slots, resident
+    ipar[I_POLICY], ipar[I_DEPMODEL] = POLICY_CODES[options.policy], DEPMODEL_CODES[depmodel]
+    for idx, sw in ((I_SW_BANK, options.bank_conflicts), (I_SW_COAL, options.coalescing),
+                    (I_SW_SKEW, options.channel_skew), (I_SW_BW, options.bandwidth), (I_SW_L1, options.l1_misses),
+                    (I_SW_L2, options.l2_misses), (I_SW_DEPS, options.dependencies),
+                    (I_SW_UNITS, options.unit_throughput), (I_SW_SAME, options.same_warp_penalty),
+                    (I_SW_BAR, options.barriers)):
+        ipar[idx] = int(bool(sw))
+    shmem_alloc = math.ceil(shmem / sh.alloc_unit) * sh.alloc_unit if shmem else 0
+    if gm.l1 is not None:
+        l1_size = gm.l1.size_bytes - resident * shmem_alloc
+        if l1_size >= gm.l1.line_bytes:
+            ipar[I_L1_SETS:I_L1_SETS + 4] = cache_geometry(l1_size, gm.l1.line_bytes, gm.l1.sector_bytes, gm.l1.assoc)
+            fpar[F_L1_LAT] = gm.l1.latency
+        else:
+            notes.append("no L1 left beside the blocks' shared memory")
+    if gm.l2 is not None:
+        l2_size = max(int(gm.l2.size_bytes * share), gm.l2.line_bytes)
+        ipar[I_L2_SETS:I_L2_SETS + 4] = cache_geometry(l2_size, gm.l2.line_bytes, gm.l2.sector_bytes, gm.l2.assoc)
+        fpar[F_L2_LAT] = gm.l2.latency
+    ipar[I_CHANNELS] = gm.channels
+    ipar[I_SMS_PER_PIPE] = max(1, min(gm.sms_per_pipeline, busy))
+    ipar[I_PIPE_SLOTS] = int(gm.max_outstanding)
+    ipar[I_TIMELINE] = int(options.record_timeline)
+    ipar[I_WARP_SIZE] = machine.warp_size
+    fpar[F_ISSUE_INTERVAL] = machine.issue_interval
+    fpar[F_DRAM_LAT] = gm.dram_latency
+    bytes_per_cycle = gm.bandwidth_gbs * 1e9 / (machine.clock_mhz * 1e6) * share / gm.channels
+    fpar[F_SERVICE_PER_BYTE] = 1.0 / bytes_per_cycle
+    fpar[F_WAVEFRONT_CYCLES] = sh.wavefront_cycles
+    fpar[F_RBAR_LAT] = machine.latencies["store"].execution if "store" in machine.latencies else 1.0
+    fpar[F_LAUNCH_LAT] = 1.0
+
+    meta = {"kernel": name, "machine": machine.name, "clock_mhz": machine.clock_mhz, "opcodes": st["opcodes"],
+            "pcs": st["pcs"], "dependency_model": depmodel, "policy": options.policy, "sms": n_sms,
+            "warps": int(ctx_lens.shape[0]), "blocks": B, "notes": notes,
+            "occupancy": (occ.to_dict() if occ is not None else {"blocks_per_sm": resident,
+                                                                  "warps_per_sm": int(ctx_lens.shape[0]),
+                                                                  "limiter": "sweep" if kt is not None else "sass-only"}),
+            "units": unit_names, "threads_per_block": threads, "warps_per_block": wpb_real}
+    if options.blocks_per_sm is not None and meta["occupancy"] is not None:
+        meta["occupancy"] = dict(meta["occupancy"], blocks_per_sm=resident, limiter="--blocks-per-sm")
+    return EngineInput(
+        s_unit=s_unit, s_occ=s_occ, s_lat_exec=s_lat_exec, s_lat_multi=s_lat_multi, s_lat_same=s_lat_same,
+        s_mem=s_mem, s_mem_lat=s_mem_lat, s_store=s_store, s_barrier=s_barrier, s_depcause=s_depcause,
+        s_dst=st["dst"], s_src=st["src"], s_ctrl=np.asarray(st["ctrl"], np.int32),
+        s_stall=np.asarray(st["stall"], np.int32), s_yield=np.asarray(st["yield"], np.int32),
+        s_wbar=np.asarray(st["wbar"], np.int32), s_rbar=np.asarray(st["rbar"], np.int32),
+        s_wait=np.asarray(st["wait"], np.int32), s_depbar=np.asarray(st["depbar"], np.int32),
+        u_occ=np.array([machine.units[u].occupancy for u in unit_names], np.float64),
+        u_count=np.array([machine.units[u].count for u in unit_names], np.int32),
+        u_per_sm=np.array([int(machine.units[u].per == "sm") for u in unit_names], np.int32),
+        r_sidx=np.asarray(r_sidx, np.int32), r_wave=r_wave.astype(np.int32), r_wave_min=r_wave_min.astype(np.int32),
+        r_tx_start=tx_start, r_tx_min=tx_min.astype(np.int32), r_tx_min_bytes=tx_min_bytes.astype(np.int64),
+        tx_addr=tx_addr.astype(np.int64), tx_bytes=tx_bytes.astype(np.int64), tx_chan=tx_chan.astype(np.int32),
+        c_start=c_start, c_end=c_end, c_block=ctx_block.astype(np.int32), b_ctx_start=b_ctx_start,
+        sm_blocks_start=sm_blocks_start, sm_blocks=order, ipar=ipar, fpar=fpar, meta=meta)

@@ -1,0 +1,77 @@
+"""Occupancy: how many blocks of a kernel are resident on one SM at once (CUDA occupancy
+calculation from the machine table's limits). More blocks than fit run in waves."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from teg import TegError
+from teg.machine.model import Machine
+
+
+class OccupancyError(TegError):
+    """A block that cannot run on the SM at all (too many threads, registers or shared memory)."""
+
+
+@dataclass(frozen=True)
+class Occupancy:
+    """Resident blocks per SM and the limit that decided it."""
+
+    blocks: int
+    warps_per_block: int
+    limiter: str
+    by_limit: dict
+
+    @property
+    def warps(self) -> int:
+        return self.blocks * self.warps_per_block
+
+    def to_dict(self) -> dict:
+        return {"blocks_per_sm": self.blocks, "warps_per_sm": self.warps, "limiter": self.limiter,
+                "by_limit": dict(self.by_limit)}
+
+
+def occupancy(machine: Machine, threads_per_block: int, regs_per_thread: int = 0,
+              shmem_per_block: int = 0) -> Occupancy:
+    """Blocks per SM = min over the limits (0 registers / 0 shared = not limiting):
+
+    * warps: ``max_warps // warps_per_block``; threads: ``max_threads // threads_per_block``;
+    * blocks: ``max_blocks``;
+    * registers: per-warp allocation ``ceil(regs * warp_size / reg_alloc_unit) * reg_alloc_unit``
+      (``reg_alloc_per: block``: per block), ``registers // that`` warps (blocks);
+    * shared memory: ``size_per_sm // ceil(shmem / alloc_unit) * alloc_unit``.
+    """
+    lim = machine.limits
+    ws = machine.warp_size
+    if threads_per_block < 1:
+        raise OccupancyError(f"block of {threads_per_block} threads")
+    if threads_per_block > lim.max_threads_per_block:
+        raise OccupancyError(f"block of {threads_per_block} threads exceeds the {lim.max_threads_per_block}-thread "
+                             f"limit of {machine.name}")
+    wpb = math.ceil(threads_per_block / ws)
+    by = {"warps": lim.max_warps // wpb, "threads": lim.max_threads // threads_per_block, "blocks": lim.max_blocks}
+    if regs_per_thread > 0:
+        if regs_per_thread > lim.max_regs_per_thread:
+            raise OccupancyError(f"{regs_per_thread} registers per thread exceed the {lim.max_regs_per_thread} "
+                                 f"of {machine.name}")
+        unit = lim.reg_alloc_unit
+        if lim.reg_alloc_per == "block":
+            per_block = math.ceil(regs_per_thread * threads_per_block / unit) * unit
+            by["registers"] = lim.registers // per_block
+        else:
+            per_warp = math.ceil(regs_per_thread * ws / unit) * unit
+            by["registers"] = (lim.registers // per_warp) // wpb
+    if shmem_per_block > 0:
+        sh = machine.shared
+        if shmem_per_block > sh.max_per_block:
+            raise OccupancyError(f"{shmem_per_block} bytes of shared memory per block exceed the "
+                                 f"{sh.max_per_block} of {machine.name}")
+        alloc = math.ceil(shmem_per_block / sh.alloc_unit) * sh.alloc_unit
+        by["shared_memory"] = sh.size_per_sm // alloc
+    limiter = min(by, key=lambda k: by[k])
+    blocks = by[limiter]
+    if blocks < 1:
+        raise OccupancyError(f"a block ({threads_per_block} threads, {regs_per_thread} registers/thread, "
+                             f"{shmem_per_block} B shared) does not fit on one SM of {machine.name} ({limiter})")
+    return Occupancy(blocks=blocks, warps_per_block=wpb, limiter=limiter, by_limit=by)

@@ -1,0 +1,115 @@
+"""Engine options: one switch per modelled mechanism (the what-if knobs), the scheduling policy,
+the dependency model and the simulated configuration (SMs, warps, resident blocks).
+
+A switch set to ``False`` *removes* its mechanism (``bank_conflicts=False`` = every shared access
+is conflict-free). Each switch touches only its own mechanism (docs/model.md lists what each one
+changes), so ``teg whatif`` can attribute cycles to mechanisms one at a time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+
+from teg import TegError
+
+POLICIES = ("lrr", "gto")
+DEPENDENCY_MODELS = ("auto", "scoreboard", "controlcodes")
+UNKNOWN_OPCODES = ("error", "alu")
+
+# The removable mechanisms, in the order ``teg whatif`` lists them: field name → what removing it means.
+MECHANISMS: dict[str, str] = {
+    "bank_conflicts": "no bank conflicts",
+    "coalescing": "perfect coalescing",
+    "channel_skew": "no channel skew",
+    "bandwidth": "unlimited bandwidth",
+    "l1_misses": "perfect L1",
+    "l2_misses": "perfect L2",
+    "dependencies": "ideal dependencies",
+    "unit_throughput": "unlimited functional units",
+    "same_warp_penalty": "no same-warp issue penalty",
+    "barriers": "free barriers",
+}
+
+
+class OptionsError(TegError):
+    """An engine option with a bad value."""
+
+
+@dataclass(frozen=True)
+class Options:
+    """Switches and configuration of one engine run.
+
+    Mechanism switches (``True`` = modelled, ``False`` = removed):
+
+    * ``bank_conflicts`` — shared-memory accesses take their conflict-degree wavefronts;
+    * ``coalescing`` — global accesses use the transactions the coalescing rule gives (off: the
+      minimum number of transactions the active lanes' bytes need);
+    * ``channel_skew`` — DRAM channel from the address (off: each transaction goes to the channel
+      that is free earliest — a perfectly balanced spread);
+    * ``bandwidth`` — each DRAM channel serves bytes at its share of peak (off: no service time);
+    * ``l1_misses`` / ``l2_misses`` — cache misses (off: every access costs that level's hit
+      latency; the caches still evolve as with the mechanism on);
+    * ``dependencies`` — register / dependency-barrier waits (off: results ready at issue);
+    * ``unit_throughput`` — functional-unit occupancy (off: units always free);
+    * ``same_warp_penalty`` — same-warp issue latency (off: equals the multi-warp issue latency;
+      control-code stall counts become 1);
+    * ``barriers`` — ``BAR`` waits for all warps of its block (off: it does not wait).
+
+    Configuration: ``policy`` (``lrr`` loose round-robin, ``gto`` greedy-then-oldest),
+    ``dependency_model`` (``auto`` = the machine table's default when the SASS carries control
+    codes, else ``scoreboard``), ``sms`` simulated SMs, ``warps`` (sweep mode: exactly this many
+    concurrent warps on one SM, each running one trace warp's stream), ``blocks`` (sweep mode:
+    exactly this many blocks resident together on one SM), ``blocks_per_sm`` (resident
+    blocks per SM instead of the occupancy calculation), ``unknown`` (``error`` or ``alu`` for
+    opcodes the machine table does not know), ``record_timeline`` (issue cycle of every row)."""
+
+    bank_conflicts: bool = True
+    coalescing: bool = True
+    channel_skew: bool = True
+    bandwidth: bool = True
+    l1_misses: bool = True
+    l2_misses: bool = True
+    dependencies: bool = True
+    unit_throughput: bool = True
+    same_warp_penalty: bool = True
+    barriers: bool = True
+    policy: str = "gto"
+    dependency_model: str = "auto"
+    sms: int = 1
+    warps: int | None = None
+    blocks: int | None = None
+    blocks_per_sm: int | None = None
+    unknown: str = "error"
+    record_timeline: bool = False
+
+    def __post_init__(self) -> None:
+        if self.policy not in POLICIES:
+            raise OptionsError(f"policy {self.policy!r}: expected one of {', '.join(POLICIES)}")
+        if self.dependency_model not in DEPENDENCY_MODELS:
+            raise OptionsError(f"dependency model {self.dependency_model!r}: expected one of "
+                               f"{', '.join(DEPENDENCY_MODELS)}")
+        if self.unknown not in UNKNOWN_OPCODES:
+            raise OptionsError(f"unknown={self.unknown!r}: expected one of {', '.join(UNKNOWN_OPCODES)}")
+        if int(self.sms) < 1:
+            raise OptionsError(f"sms={self.sms}: must be >= 1")
+        if self.warps is not None and int(self.warps) < 1:
+            raise OptionsError(f"warps={self.warps}: must be >= 1")
+        if self.blocks is not None and int(self.blocks) < 1:
+            raise OptionsError(f"blocks={self.blocks}: must be >= 1")
+        if self.blocks_per_sm is not None and int(self.blocks_per_sm) < 1:
+            raise OptionsError(f"blocks_per_sm={self.blocks_per_sm}: must be >= 1")
+
+    def without(self, *mechanisms: str) -> "Options":
+        """A copy with the named mechanisms removed (``Options().without("bank_conflicts")``)."""
+        for m in mechanisms:
+            if m not in MECHANISMS:
+                raise OptionsError(f"unknown mechanism {m!r}: expected one of {', '.join(MECHANISMS)}")
+        return replace(self, **{m: False for m in mechanisms})
+
+    def with_(self, **changes) -> "Options":
+        """A copy with fields changed (validated)."""
+        names = {f.name for f in fields(self)}
+        bad = sorted(set(changes) - names)
+        if bad:
+            raise OptionsError(f"unknown option {bad[0]!r}")
+        return replace(self, **changes)

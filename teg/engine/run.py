@@ -1,0 +1,44 @@
+"""``run(EngineInput) -> Result``: allocate the outputs, call the jitted loop, wrap the outcome."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from teg import TegError
+from teg.engine.codes import COUNTER_NAMES, NUM_CAUSES
+from teg.engine.core import simulate
+from teg.engine.input import I_SMS, I_TIMELINE, EngineInput
+from teg.engine.result import Result, make_result
+
+
+class EngineError(TegError):
+    """The simulated kernel cannot complete (deadlock at a barrier, block too large)."""
+
+
+def run(inp: EngineInput) -> Result:
+    """Simulate ``inp`` with the timing model of :mod:`teg.engine.core` (deterministic)."""
+    stall = np.zeros(NUM_CAUSES, np.int64)
+    pc_count = np.zeros(inp.num_static, np.int64)
+    pc_wait = np.zeros(inp.num_static, np.float64)
+    counters = np.zeros(len(COUNTER_NAMES), np.int64)
+    record = bool(inp.ipar[I_TIMELINE])
+    timeline = np.full(inp.num_rows if record else 0, -1.0, np.float64)
+    sm_end = np.zeros(int(inp.ipar[I_SMS]), np.float64)
+    if inp.c_start.shape[0] == 0:
+        raise EngineError("nothing to simulate: no warp has instructions")
+    status, cycles = simulate(
+        inp.s_unit, inp.s_occ, inp.s_lat_exec, inp.s_lat_multi, inp.s_lat_same, inp.s_mem, inp.s_mem_lat,
+        inp.s_store, inp.s_barrier, inp.s_depcause, inp.s_dst, inp.s_src, inp.s_ctrl, inp.s_stall,
+        inp.s_yield, inp.s_wbar, inp.s_rbar, inp.s_wait, inp.s_depbar,
+        inp.u_occ, inp.u_count, inp.u_per_sm,
+        inp.r_sidx, inp.r_wave, inp.r_wave_min, inp.r_tx_start, inp.r_tx_min, inp.r_tx_min_bytes,
+        inp.tx_addr, inp.tx_bytes, inp.tx_chan,
+        inp.c_start, inp.c_end, inp.c_block, inp.b_ctx_start, inp.sm_blocks_start, inp.sm_blocks,
+        inp.ipar, inp.fpar, stall, pc_count, pc_wait, counters, timeline, sm_end)
+    if status == 1:
+        raise EngineError(f"{inp.meta.get('kernel', 'kernel')}: deadlock at cycle {cycles}: warps wait "
+                          "forever (a barrier that not every warp of the block reaches?)")
+    if status == 2:
+        raise EngineError(f"{inp.meta.get('kernel', 'kernel')}: a block needs more warp slots than the SM has")
+    return make_result(cycles, stall, counters, pc_count, pc_wait.astype(np.int64), sm_end,
+                       timeline.astype(np.int64) if record else None, dict(inp.meta))

@@ -1,0 +1,209 @@
+"""Global-memory coalescing: the transactions one warp instruction's active lanes need
+(TEG §3.3.4; CUDA C Programming Guide, compute capability 1.2/1.3 and 5.x+ global-memory rules).
+
+Both functions work on the trace's ragged address column (one address per active lane, in lane
+order) and return CSR arrays: the transactions of row ``i`` are ``start[i]:start[i+1]`` with their
+byte address ``addr`` (aligned) and size ``nbytes``. They also return, per row, the *perfect
+coalescing* minimum: how many transactions the active lanes' bytes would need if packed
+contiguously, and their total bytes (the ``coalescing=False`` what-if), capped by what the rule
+itself gives (a broadcast needs less than the packed bytes).
+
+Rows with ``width == 0`` or no memory access produce no transactions. Rows that are memory
+accesses but carry no addresses (SASS-only input) are given the contiguous pattern
+``lane * width`` from address 0 — the perfectly coalesced case.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True)
+def _lane_addresses(i, addr_start, addresses, mask, width, warp_size, lanes, addrs):
+    """Active lanes of row ``i`` and their addresses; returns the count."""
+    k = addr_start[i]
+    kend = addr_start[i + 1]
+    n = 0
+    m = np.uint64(mask[i])
+    for lane in range(warp_size):
+        if (m >> np.uint64(lane)) & np.uint64(1) == 0:
+            continue
+        lanes[n] = lane
+        if k < kend:
+            addrs[n] = np.int64(addresses[k])
+            k += 1
+        else:
+            addrs[n] = np.int64(lane) * width
+        n += 1
+    return n
+
+
+@njit(cache=True)
+def _sector_pass(addr_start, addresses, mask, width, is_global, sector, warp_size, fill, start,
+                 out_addr, out_bytes, min_count, min_bytes):
+    lanes = np.empty(64, np.int64)
+    addrs = np.empty(64, np.int64)
+    buf = np.empty(64 * 8, np.int64)
+    pos = 0
+    for i in range(mask.shape[0]):
+        if fill:
+            start[i] = pos
+        if not is_global[i] or width[i] <= 0:
+            continue
+        w = np.int64(width[i])
+        n = _lane_addresses(i, addr_start, addresses, mask, w, warp_size, lanes, addrs)
+        nb = 0
+        for j in range(n):
+            s0 = addrs[j] // sector
+            s1 = (addrs[j] + w - 1) // sector
+            for s in range(s0, s1 + 1):
+                if nb < buf.shape[0]:
+                    buf[nb] = s
+                    nb += 1
+        # sort (insertion: lanes are mostly in address order) and drop duplicates in place
+        for a in range(1, nb):
+            v = buf[a]
+            b = a - 1
+            while b >= 0 and buf[b] > v:
+                buf[b + 1] = buf[b]
+                b -= 1
+            buf[b + 1] = v
+        nu = 0
+        for a in range(nb):
+            if nu == 0 or buf[a] != buf[nu - 1]:
+                buf[nu] = buf[a]
+                nu += 1
+        if fill:
+            for j in range(nu):
+                out_addr[pos + j] = buf[j] * sector
+                out_bytes[pos + j] = sector
+            total = n * w
+            # packed bytes, but never more than the access really needs (broadcasts)
+            min_count[i] = min((total + sector - 1) // sector, nu)
+            min_bytes[i] = min_count[i] * sector
+        pos += nu
+    if fill:
+        start[mask.shape[0]] = pos
+    return pos
+
+
+def sector_transactions(addr_start, addresses, mask, width, is_global, sector_bytes, warp_size=32):
+    """sm_70+ rule: a warp access is split into the distinct ``sector_bytes`` (32 B) sectors its
+    active lanes touch (one request per instruction; sectors of 128-byte lines). Minimum =
+    ``ceil(active_lanes * width / sector_bytes)``. Returns ``(start, addr, nbytes, min_count,
+    min_bytes)``."""
+    n = mask.shape[0]
+    args = (np.asarray(addr_start, np.int64), np.asarray(addresses, np.uint64), np.asarray(mask, np.uint32),
+            np.asarray(width, np.int64), np.asarray(is_global, np.bool_), np.int64(sector_bytes),
+            np.int64(warp_size))
+    start = np.zeros(n + 1, np.int64)
+    min_count = np.zeros(n, np.int32)
+    min_bytes = np.zeros(n, np.int64)
+    dummy64 = np.zeros(0, np.int64)
+    m = _sector_pass(*args, False, start, dummy64, dummy64, min_count, min_bytes)
+    out_addr = np.zeros(m, np.int64)
+    out_bytes = np.zeros(m, np.int64)
+    _sector_pass(*args, True, start, out_addr, out_bytes, min_count, min_bytes)
+    return start, out_addr, out_bytes, min_count, min_bytes
+
+
+@njit(cache=True)
+def _cc13_pass(addr_start, addresses, mask, width, is_global, warp_size, fill, start, out_addr,
+               out_bytes, min_count, min_bytes):
+    lanes = np.empty(64, np.int64)
+    addrs = np.empty(64, np.int64)
+    done = np.zeros(64, np.bool_)
+    pos = 0
+    for i in range(mask.shape[0]):
+        if fill:
+            start[i] = pos
+        if not is_global[i] or width[i] <= 0:
+            continue
+        w = np.int64(width[i])
+        seg = np.int64(32) if w == 1 else (np.int64(64) if w == 2 else np.int64(128))
+        n = _lane_addresses(i, addr_start, addresses, mask, w, warp_size, lanes, addrs)
+        done[:n] = False
+        mc = 0
+        mb = 0
+        for h in range((warp_size + 15) // 16):
+            active_h = 0
+            for j in range(n):
+                if lanes[j] // 16 == h:
+                    active_h += 1
+            if active_h == 0:
+                continue
+            # perfect coalescing: the half-warp's bytes packed into the fewest, smallest segments
+            byt = active_h * w
+            full = byt // 128
+            rest = byt - full * 128
+            mc += full
+            mb += full * 128
+            if rest > 0:
+                mc += 1
+                mb += 32 if rest <= 32 else (64 if rest <= 64 else 128)
+            # the compute-1.2/1.3 algorithm: lowest active lane's segment, then shrink
+            while True:
+                lead = -1
+                for j in range(n):
+                    if lanes[j] // 16 == h and not done[j]:
+                        lead = j
+                        break
+                if lead < 0:
+                    break
+                base = (addrs[lead] // seg) * seg
+                lo = addrs[lead]
+                hi = addrs[lead] + w
+                for j in range(n):
+                    if lanes[j] // 16 == h and not done[j] and base <= addrs[j] < base + seg:
+                        done[j] = True
+                        if addrs[j] < lo:
+                            lo = addrs[j]
+                        if addrs[j] + w > hi:
+                            hi = addrs[j] + w
+                size = seg
+                tbase = base
+                while size > 32:
+                    half = size // 2
+                    if hi <= tbase + half:
+                        size = half
+                    elif lo >= tbase + half:
+                        tbase += half
+                        size = half
+                    else:
+                        break
+                if fill:
+                    out_addr[pos] = tbase
+                    out_bytes[pos] = size
+                pos += 1
+        if fill:
+            # packed segments, but never more than the access really needs (broadcasts)
+            got_n = pos - start[i]
+            got_b = 0
+            for q in range(start[i], pos):
+                got_b += out_bytes[q]
+            min_count[i] = min(mc, got_n)
+            min_bytes[i] = min(mb, got_b)
+    if fill:
+        start[mask.shape[0]] = pos
+    return pos
+
+
+def cc13_transactions(addr_start, addresses, mask, width, is_global, warp_size=32):
+    """GT200 (compute 1.2/1.3) rule, per half-warp: take the segment (32 B for 1-byte words, 64 B
+    for 2-byte, 128 B for 4/8/16-byte) holding the lowest active lane's address, serve every lane
+    of the half-warp in that segment, halve the segment while the used bytes fit in one half
+    (128 → 64 → 32), repeat for the lanes left. Minimum: the half-warp's bytes in 128-byte
+    segments, the last one shrunk to 32/64 B. Returns ``(start, addr, nbytes, min_count, min_bytes)``."""
+    n = mask.shape[0]
+    args = (np.asarray(addr_start, np.int64), np.asarray(addresses, np.uint64), np.asarray(mask, np.uint32),
+            np.asarray(width, np.int64), np.asarray(is_global, np.bool_), np.int64(warp_size))
+    start = np.zeros(n + 1, np.int64)
+    min_count = np.zeros(n, np.int32)
+    min_bytes = np.zeros(n, np.int64)
+    dummy64 = np.zeros(0, np.int64)
+    m = _cc13_pass(*args, False, start, dummy64, dummy64, min_count, min_bytes)
+    out_addr = np.zeros(m, np.int64)
+    out_bytes = np.zeros(m, np.int64)
+    _cc13_pass(*args, True, start, out_addr, out_bytes, min_count, min_bytes)
+    return start, out_addr, out_bytes, min_count, min_bytes

@@ -1,0 +1,84 @@
+"""Text, JSON and CSV views of engine results, what-if tables and sweeps."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from teg.engine.result import Result
+
+
+def _table(headers: list[str], rows: list[list[str]], align: str | None = None) -> str:
+    """Plain fixed-width table; ``align`` per column ``l``/``r`` (default: first left, rest right)."""
+    align = align or "l" + "r" * (len(headers) - 1)
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+
+    def fmt(cells):
+        return "  ".join(c.ljust(w) if a == "l" else c.rjust(w) for c, w, a in zip(cells, widths, align)).rstrip()
+
+    return "\n".join([fmt(headers), fmt(["-" * w for w in widths])] + [fmt(r) for r in rows])
+
+
+def result_text(r: Result, top_pcs: int = 10) -> str:
+    """Summary of one estimate: cycles, time, IPC, occupancy, stall breakdown, hottest PCs."""
+    m = r.meta
+    lines = [f"kernel      {m.get('kernel')}", f"machine     {m.get('machine')}"
+             f"  ({m.get('dependency_model')} dependencies, {m.get('policy')} scheduling, {m.get('sms')} SM"
+             f"{'s' if m.get('sms', 1) != 1 else ''} simulated, {m.get('warps')} warps in {m.get('blocks')} blocks)",
+             f"cycles      {r.cycles}"]
+    if r.time_us is not None:
+        lines.append(f"time        {r.time_us:.3f} us at {r.clock_mhz:g} MHz")
+    lines.append(f"IPC         {r.ipc:.3f} warp instructions/cycle ({r.instructions} instructions)")
+    occ = m.get("occupancy") or {}
+    if occ:
+        lines.append(f"occupancy   {occ.get('blocks_per_sm')} blocks/SM, {occ.get('warps_per_sm')} warps/SM"
+                     f" (limited by {occ.get('limiter')})")
+    for note in m.get("notes", []):
+        lines.append(f"note        {note}")
+    rows = [[k, str(v), f"{100.0 * v / r.cycles:.1f}%"] for k, v in sorted(r.stalls.items(), key=lambda kv: -kv[1]) if v]
+    lines += ["", "cycle breakdown (one cause per cycle)", _table(["cause", "cycles", "share"], rows)]
+    ops, pcs = m.get("opcodes"), m.get("pcs")
+    if ops is not None and pcs is not None and top_pcs:
+        order = sorted(range(len(ops)), key=lambda i: -int(r.pc_wait[i]))[:top_pcs]
+        prow = [[f"{int(pcs[i]):04x}", ops[i], str(int(r.pc_count[i])), str(int(r.pc_wait[i]))]
+                for i in order if r.pc_count[i]]
+        if prow:
+            lines += ["", "instructions waited on most", _table(["pc", "opcode", "count", "wait"], prow, "llrr")]
+    return "\n".join(lines)
+
+
+def whatif_text(rows) -> str:
+    body = [[r.mechanism, r.description, str(r.cycles), str(r.saved), f"{r.speedup:.3f}" + (" !" if r.anomaly else "")]
+            for r in rows]
+    out = _table(["mechanism", "removed", "cycles", "saved", "speedup"], body, "llrrr")
+    if any(r.anomaly for r in rows):
+        out += ("\n! removing this mechanism made the estimate slower: a scheduling anomaly (another issue order),"
+                " see docs/model.md")
+    return out
+
+
+def sweep_text(rows) -> str:
+    blocks = any(r.blocks is not None for r in rows)
+    head = (["blocks"] if blocks else []) + ["warps", "cycles", "instructions", "instr/cycle", "speedup"]
+    body = [([str(r.blocks)] if blocks else []) + [str(r.warps), str(r.cycles), str(r.instructions),
+                                                   f"{r.throughput:.4f}", f"{r.speedup:.3f}"] for r in rows]
+    return _table(head, body, "r" * len(head))
+
+
+def to_json(obj) -> str:
+    """JSON of a Result or a list of rows (what-if / sweep)."""
+    if isinstance(obj, Result):
+        return json.dumps(obj.to_dict(), indent=2)
+    return json.dumps([r.to_dict() for r in obj], indent=2)
+
+
+def to_csv(rows) -> str:
+    """CSV of what-if or sweep rows (header from the first row's keys)."""
+    dicts = [r.to_dict() for r in rows]
+    buf = io.StringIO()
+    if dicts:
+        w = csv.DictWriter(buf, fieldnames=list(dicts[0]), lineterminator="\n")
+        w.writeheader()
+        w.writerows(dicts)
+    return buf.getvalue()

@@ -1,0 +1,58 @@
+"""``teg estimate`` / ``teg whatif`` / ``teg sweep`` from the command line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from teg.cli import main
+
+FIX = Path(__file__).parent / "fixtures" / "sass"
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def test_estimate_without_arguments_runs_the_bundled_example():
+    r = invoke("estimate")
+    assert r.exit_code == 0, r.output
+    assert "matmul_abt" in r.output and "bank_conflict" in r.output and "cycles" in r.output
+
+
+def test_estimate_json():
+    r = invoke("estimate", "--json")
+    d = json.loads(r.output)
+    assert d["cycles"] == sum(d["stalls"].values())
+    assert d["machine"] == "sm_90" and d["occupancy"]["blocks_per_sm"] >= 1
+
+
+def test_whatif_json_first_row_is_baseline():
+    d = json.loads(invoke("whatif", "--json").output)
+    assert d[0]["mechanism"] == "baseline"
+    assert {"mechanism", "cycles"} <= set(d[0])
+    assert [x["mechanism"] for x in d][-1] == "all"
+
+
+def test_sweep_csv_and_json():
+    r = invoke("sweep", "--warps", "1,2", "--csv")
+    lines = r.output.strip().splitlines()
+    assert lines[0].startswith("warps,") and len(lines) == 3
+    d = json.loads(invoke("sweep", "--blocks-per-sm", "1,2", "--json").output)
+    assert [x["blocks"] for x in d] == [1, 2]
+
+
+def test_estimate_gt200_listing3():
+    r = invoke("estimate", "--sass", str(FIX / "teg_listing3.sass"), "--kernel", "fadd_latency")
+    assert r.exit_code == 0, r.output
+    assert "gt200" in r.output
+
+
+def test_user_errors_are_one_line():
+    r = CliRunner().invoke(main, ["estimate", "--sass", str(FIX / "kernels.sm_90.sass"), "--kernel", "matmul_abt"])
+    assert r.exit_code == 2
+    assert r.output.startswith("teg: error:") and "needs a trace" in r.output
+    r = CliRunner().invoke(main, ["sweep", "--warps", "0"])
+    assert r.exit_code != 0

@@ -1,0 +1,118 @@
+"""Property tests on random small EngineInputs (hypothesis): removing any mechanism never
+increases cycles, the stall breakdown sums to the total, runs are deterministic."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from teg.engine import MECHANISMS, make_input, run
+from teg.engine.input import with_switches
+from teg.engine.codes import DEP_BASE, DEP_GLOBAL, DEP_SHARED, MEM_GLOBAL, MEM_NONE, MEM_SHARED
+
+KINDS = ("alu", "shared", "global", "store", "barrier")
+
+
+@st.composite
+def engine_inputs(draw, max_warps=4, private=False):
+    """Random small inputs. ``private``: one warp per scheduler and no global memory, so warps
+    share nothing but barriers (then the model is a max-plus system and provably monotone)."""
+    S = draw(st.integers(1, 6))
+    kinds = [draw(st.sampled_from(KINDS[:2] + KINDS[4:] if private else KINDS)) for _ in range(S)]
+    lat_exec = [draw(st.integers(1, 40)) for _ in range(S)]
+    lat_multi = [draw(st.integers(1, 4)) for _ in range(S)]
+    lat_same = [draw(st.integers(1, 8)) for _ in range(S)]
+    dst = [[draw(st.integers(0, 5))] if k not in ("store", "barrier") else [] for k in kinds]
+    src = [draw(st.lists(st.integers(0, 5), max_size=2)) for _ in range(S)]
+    mem = [MEM_SHARED if k == "shared" else MEM_GLOBAL if k in ("global", "store") else MEM_NONE for k in kinds]
+    depcause = [DEP_SHARED if k == "shared" else DEP_GLOBAL if k == "global" else DEP_BASE + 1 for k in kinds]
+    n_units = draw(st.integers(1, 2))
+    unit = [draw(st.integers(0, n_units - 1)) for _ in range(S)]
+    units_occ = [float(draw(st.integers(1, 4))) for _ in range(n_units)]
+    W = draw(st.integers(1, max_warps))
+    rows = [draw(st.lists(st.integers(0, S - 1), min_size=1, max_size=10)) for _ in range(W)]
+    flat = [s for w in rows for s in w]
+    r_wave_min = [1 if kinds[s] == "shared" else 0 for s in flat]
+    r_wave = [draw(st.integers(1, 4)) if kinds[s] == "shared" else 0 for s in flat]
+    channels = draw(st.integers(1, 4))
+    tx, tx_min = [], []
+    for s in flat:
+        if mem[s] == MEM_GLOBAL:
+            n = draw(st.integers(0, 3))
+            tx.append([(draw(st.integers(0, 15)) * 32, 32, draw(st.integers(0, channels - 1))) for _ in range(n)])
+            tx_min.append(draw(st.integers(min(n, 1), n)) if n else 0)
+        else:
+            tx.append([])
+            tx_min.append(0)
+    has_l1 = draw(st.booleans())
+    has_l2 = draw(st.booleans())
+    return make_input(
+        lat_exec=lat_exec, lat_multi=lat_multi, lat_same=lat_same, unit=unit, units_occ=units_occ,
+        units_count=[1] * n_units, units_per_sm=[0] * n_units, dst=dst, src=src, mem=mem,
+        mem_lat=lat_exec, store=[int(k == "store") for k in kinds], barrier=[int(k == "barrier") for k in kinds],
+        depcause=depcause, rows_per_warp=rows, warps_per_block=draw(st.integers(1, 2)),
+        schedulers=W if private else draw(st.integers(1, 2)), slots=W if private else 64, r_wave=r_wave, r_wave_min=r_wave_min, tx=tx, tx_min=tx_min,
+        issue_interval=float(draw(st.integers(1, 2))), policy=draw(st.sampled_from(["gto", "lrr"])),
+        l1=(2, 2, 128, 32, 20.0) if has_l1 else None, l2=(4, 2, 128, 32, 100.0) if has_l2 else None,
+        dram_latency=float(draw(st.integers(100, 300))), channels=channels,
+        service_per_byte=float(draw(st.integers(0, 3))), pipe_slots=draw(st.integers(0, 3)),
+        wavefront_cycles=float(draw(st.integers(0, 4))), record_timeline=False)
+
+
+def _with(inp, **switches):
+    return with_switches(inp, **switches)
+
+
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@SETTINGS
+@given(engine_inputs())
+def test_stalls_sum_to_cycles_and_runs_are_identical(inp):
+    a = run(inp)
+    b = run(inp)
+    assert sum(a.stalls.values()) == a.cycles
+    assert a.cycles == b.cycles and a.stalls == b.stalls and a.counters == b.counters
+    assert np.array_equal(a.pc_count, b.pc_count) and np.array_equal(a.pc_wait, b.pc_wait)
+    assert a.instructions == inp.num_rows
+
+
+def _camped(inp):
+    """All DRAM transactions on channel 0 (partition camping)."""
+    return replace(inp, tx_chan=np.zeros_like(inp.tx_chan))
+
+
+def check_monotone(inp):
+    """Removing any one mechanism, or all, never adds cycles. ``channel_skew`` is checked on the
+    camped variant: the balanced spread beats one busy channel job by job, while against an
+    already-spread address pattern it is a different (not a smaller) queueing order."""
+    base = run(inp).cycles
+    for m in MECHANISMS:
+        if m == "channel_skew":
+            camped = _camped(inp)
+            assert run(_with(camped, channel_skew=False)).cycles <= run(camped).cycles, m
+            continue
+        r = run(_with(inp, **{m: False}))
+        assert r.cycles <= base, m
+        assert sum(r.stalls.values()) == r.cycles
+    camped = _camped(inp)
+    assert run(_with(camped, **{m: False for m in MECHANISMS})).cycles <= run(camped).cycles
+
+
+@SETTINGS
+@given(engine_inputs(max_warps=1))
+def test_removing_a_mechanism_never_adds_cycles_one_warp(inp):
+    check_monotone(inp)
+
+
+@SETTINGS
+@given(engine_inputs(max_warps=4, private=True))
+def test_removing_a_mechanism_never_adds_cycles_private_warps(inp):
+    """Several warps that interact only through barriers (one warp per scheduler). With shared
+    schedulers, units or DRAM queues, greedy issue can show scheduling anomalies (an earlier
+    issue delaying another warp more than it gains), so monotonicity is asserted where the model
+    guarantees it; docs/model.md discusses the anomaly and ``teg whatif`` flags it."""
+    check_monotone(inp)

@@ -1,0 +1,130 @@
+"""Memory mechanisms as pure functions: coalescing rules, bank conflicts, channel mapping, caches.
+Expected values follow from the rules' definitions (CUDA Programming Guide compute 1.3 and 5.x+
+global-memory sections; TEG §3.3.3–§3.3.5)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from teg.memory import (cache_access, cache_geometry, cc13_transactions, channel_of, sector_transactions,
+                        shared_wavefronts)
+
+FULL = np.array([0xFFFFFFFF], np.uint32)
+
+
+def one_row(addrs, width, mask=FULL):
+    a = np.asarray(addrs, np.uint64)
+    return np.array([0, a.shape[0]]), a, mask, np.array([width]), np.array([True])
+
+
+def segs(addrs, width, mask=FULL):
+    start, addr, nb, mc, mb = cc13_transactions(*one_row(addrs, width, mask))
+    return sorted(zip(addr.tolist(), nb.tolist())), int(mc[0]), int(mb[0])
+
+
+def test_cc13_contiguous_words_one_64_byte_segment_per_half_warp():
+    got, mc, mb = segs(np.arange(32) * 4, 4)
+    assert got == [(0, 64), (64, 64)] and (mc, mb) == (2, 128)
+
+
+def test_cc13_permuted_lanes_still_coalesce():
+    perm = np.array([(i * 7) % 16 for i in range(16)] + [16 + (i * 5) % 16 for i in range(16)])
+    got, _, _ = segs(perm * 4, 4)
+    assert got == [(0, 64), (64, 64)]
+
+
+def test_cc13_stride_128_bytes_sixteen_32_byte_transactions_per_half_warp():
+    got, mc, mb = segs(np.arange(32) * 128, 4)
+    assert len(got) == 32 and all(n == 32 for _, n in got)
+    assert (mc, mb) == (2, 128)
+
+
+def test_cc13_wide_words():
+    assert segs(np.arange(32) * 8, 8)[0] == [(0, 128), (128, 128)]
+    assert segs(np.arange(32) * 16, 16)[0] == [(0, 128), (128, 128), (256, 128), (384, 128)]
+
+
+def test_cc13_only_active_lanes_count():
+    mask = np.array([0x00010001], np.uint32)          # lanes 0 and 16
+    got, mc, mb = segs([0, 4096], 4, mask)
+    assert got == [(0, 32), (4096, 32)] and (mc, mb) == (2, 64)
+
+
+def test_cc13_broadcast_minimum_is_capped_by_the_rule():
+    """All lanes read one word: one 32-byte segment per half-warp; packing 16 × 4 bytes would need
+    64 bytes, so the perfect-coalescing minimum stays at the rule's 2 × 32 bytes."""
+    got, mc, mb = segs(np.zeros(32, np.int64), 4)
+    assert got == [(0, 32), (0, 32)] and (mc, mb) == (2, 64)
+
+
+def sectors(addrs, width, mask=FULL):
+    start, addr, nb, mc, mb = sector_transactions(*one_row(addrs, width, mask), 32)
+    return addr.tolist(), int(mc[0])
+
+
+def test_sector_rule():
+    assert sectors(np.arange(32) * 4, 4) == ([0, 32, 64, 96], 4)
+    assert sectors(16 + np.arange(32) * 4, 4) == ([0, 32, 64, 96, 128], 4)     # misaligned: 5 sectors
+    got, mc = sectors(np.arange(32) * 32, 4)
+    assert len(got) == 32 and mc == 4
+    assert sectors(np.zeros(32, np.int64), 4) == ([0], 1)         # broadcast: the minimum is never above the rule
+    assert sectors(np.arange(32) * 16, 16)[0] == [32 * i for i in range(16)]
+
+
+def waves(addrs, width, banks=32, phase=32, mask=FULL):
+    w, wm = np.zeros(1, np.int64), np.zeros(1, np.int64)
+    start, a, m, wd, sel = one_row(addrs, width, mask)
+    shared_wavefronts(start, a, m, wd, sel, banks, 4, phase, 32, w, wm)
+    return int(w[0]), int(wm[0])
+
+
+def test_shared_bank_rules():
+    assert waves(np.arange(32) * 4, 4) == (1, 1)                 # conflict-free
+    assert waves(np.zeros(32, np.int64), 4) == (1, 1)            # broadcast
+    assert waves(np.arange(32) * 8, 4) == (2, 1)                 # stride 2 words: 2-way
+    assert waves(np.arange(32) * 128, 4) == (32, 1)              # all in bank 0
+    assert waves(np.arange(32) * 16, 16) == (4, 4)               # LDS.128 contiguous: 4 quarter-warp phases
+    assert waves(np.arange(32) * 8, 8) == (2, 2)                 # LDS.64 contiguous: 2 half-warp phases
+
+
+def test_shared_matmul_abt_pattern():
+    """Bs[tx][k] with LDS.128: lanes tx = 0..15 (twice, ty = 0, 1) read Bs + 64*tx; each quarter-warp
+    phase of 8 lanes hits banks 0-3 and 16-19 with 4 distinct rows each: 4 wavefronts per phase."""
+    tx = np.arange(32) % 16
+    assert waves(0x800 + 64 * tx, 16) == (16, 4)
+
+
+def test_gt200_half_warp_banks():
+    assert waves(np.arange(32) * 4, 4, banks=16, phase=16) == (2, 2)
+    assert waves(np.arange(32) * 64, 4, banks=16, phase=16) == (32, 2)   # 16-way per half-warp
+
+
+def test_channels():
+    a = np.arange(16) * 256
+    assert channel_of(a, 8, 256, "linear").tolist() == [i % 8 for i in range(16)]
+    camp = np.arange(8) * 2048                       # stride = channels × interleave: partition camping
+    assert set(channel_of(camp, 8, 256, "linear").tolist()) == {0}
+    assert sorted(channel_of(camp, 8, 256, "ipoly").tolist()) == list(range(8))
+    assert len(set(channel_of(camp, 8, 256, "xor").tolist())) == 8
+    assert channel_of(np.arange(1000) * 256, 40, 256, "ipoly").max() < 40
+    with pytest.raises(ValueError):
+        channel_of(a, 8, 256, "bogus")
+
+
+def test_sectored_lru_cache():
+    sets, assoc, line, sector = cache_geometry(2 * 128 * 2, 128, 32, 2)    # 2 sets × 2 ways
+    assert (sets, assoc) == (2, 2)
+    tags = np.full((sets, assoc), -1, np.int64)
+    stamps = np.zeros((sets, assoc), np.int64)
+    valid = np.zeros((sets, assoc), np.int64)
+    st = iter(range(1, 100))
+
+    def acc(addr):
+        return cache_access(tags, stamps, valid, 0, sets, assoc, line, sector, addr, next(st))
+
+    assert not acc(0) and acc(0) and acc(31)          # miss, hit, same sector
+    assert not acc(32) and acc(32)                    # sector miss in a present line, then hit
+    assert not acc(256) and not acc(512)              # lines 2, 4 map to set 0: evicts line 0 (LRU)
+    assert not acc(0)                                 # line 0 was evicted
+    assert acc(512) and not acc(256)                  # line 4 stayed (recent); line 2 was evicted by 0
