@@ -37,7 +37,7 @@ def _register() -> None:
     """Import the subcommand modules (each adds itself to ``main``)."""
     import importlib
 
-    for mod in ("parse", "machines", "trace", "estimate", "compare", "validate"):
+    for mod in ("parse", "machines", "trace", "trace_run", "estimate", "compare", "validate"):
         try:
             importlib.import_module(f"teg.cli.{mod}")
         except ModuleNotFoundError as exc:  # a subcommand module not written yet

@@ -1,0 +1,49 @@
+"""``teg trace run``: make a trace without a GPU by emulating the kernel's SASS (:mod:`teg.emu`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from teg.cli import user_errors
+from teg.cli.trace import trace_group
+
+
+@trace_group.command("run")
+@click.argument("source", type=click.Path(path_type=Path))
+@click.option("--kernel", "-k", default=None, help="kernel name (mangled, or the demangled name); "
+              "optional when the file holds one kernel")
+@click.option("--grid", default="1", show_default=True, help="grid dimensions X[,Y,Z]")
+@click.option("--block", required=True, help="block dimensions X[,Y,Z]")
+@click.option("--shmem", default=0, show_default=True, type=int, help="dynamic shared memory bytes")
+@click.option("--arg", "args", multiple=True, help="kernel argument in order: NAME=VALUE with VALUE a "
+              "number, TYPE:VALUE (float32:2.5), FILE.npy, or GEN:DTYPE:SHAPE with GEN rand/zeros/ones/arange")
+@click.option("--arch", default="sm_90", show_default=True, help="architecture to compile a .cu for")
+@click.option("--sass", type=click.Path(path_type=Path), default=None,
+              help="SASS listing to use instead of disassembling the cubin")
+@click.option("--format", "fmt", type=click.Choice(["native", "accelsim"]), default="native", show_default=True)
+@click.option("-o", "--out", required=True, type=click.Path(path_type=Path),
+              help="trace output (native: folder or .npz; accelsim: folder)")
+@click.option("--max-instructions", default=64_000_000, show_default=True, type=int,
+              help="stop with an error after this many warp instructions (endless loops)")
+@click.option("--outputs", type=click.Path(path_type=Path), default=None,
+              help="folder for the buffers after the kernel ran, one NAME.npy each (default: OUT.outputs)")
+@user_errors
+def trace_run(source: Path, kernel, grid, block, shmem, args, arch, sass, fmt, out: Path, max_instructions, outputs) -> None:
+    """Compile SOURCE (.cu, with nvcc) or read it (.cubin), execute the kernel's SASS for every block of
+    the launch on the CPU, and write the instruction trace plus the output buffers."""
+    import numpy as np
+
+    import teg.trace as tt
+    from teg.emu import run
+
+    result = run(source, kernel, grid, block, list(args), shmem=shmem, arch=arch, sass=sass, max_rows=max_instructions)
+    written = tt.write_accelsim(result.trace, out) if fmt == "accelsim" else tt.save(result.trace, out)
+    folder = outputs or out.with_name(out.name + ".outputs")
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, arr in result.outputs.items():
+        np.save(folder / f"{name}.npy", arr)
+    kt = result.kernel_trace
+    click.echo(f"{result.program.name}: {kt.num_rows:,} warp instructions from {kt.num_warps:,} warps; "
+               f"trace {written}; buffers in {folder}")

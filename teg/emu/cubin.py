@@ -1,0 +1,162 @@
+"""What the emulator needs from a cubin besides the SASS text: each kernel's parameter layout,
+shared-memory and stack sizes, and its constant banks.
+
+A cubin is an ELF64 file; this is a small reader built on :mod:`struct` (no ``cuobjdump -elf`` text
+scraping). The CUDA-specific facts come from the ``.nv.info`` sections, a sequence of attributes
+``(format u8, attribute u8, payload)`` where format 0x04 (EIFMT_SVAL) is followed by a u16 length and
+that many bytes; the other formats (0x01 EIFMT_NVAL, 0x02 EIFMT_BVAL, 0x03 EIFMT_HVAL) carry two
+bytes. The attributes used here, as ``cuobjdump -elf`` names them:
+
+* ``EIATTR_KPARAM_INFO`` (0x17, per kernel): u32 index, u16 ordinal, u16 offset, u32 flags whose
+  bits 18…31 are the parameter's size in bytes;
+* ``EIATTR_PARAM_CBANK`` (0x0a, per kernel): u32 section, u16 offset, u16 size — where the
+  parameters start in constant bank 0 (0x160 on sm_80, 0x210 on sm_90 with CUDA 13);
+* ``EIATTR_FRAME_SIZE`` (0x11), ``EIATTR_MAX_STACK_SIZE`` (0x23) and ``EIATTR_REGCOUNT`` (0x2f) in
+  the global ``.nv.info``: u32 symbol index, u32 value — the per-thread local (stack) frame in bytes
+  and the registers per thread.
+
+Sections ``.nv.shared.<kernel>`` (NOBITS; on sm_90 it already includes the 1 KiB the hardware
+reserves at the bottom of the window), ``.nv.constant0.<kernel>`` (bank 0 image) and
+``.nv.constant<N>`` / ``.nv.constant<N>.<kernel>`` (other banks: module ``__constant__`` data, or
+compiler constants of one kernel such as ``c[0x2][0x0]`` on sm_80) complete the picture.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from teg.emu.errors import EmulatorError
+
+KPARAM_INFO = 0x17
+PARAM_CBANK = 0x0A
+FRAME_SIZE = 0x11
+MAX_STACK_SIZE = 0x23
+REGCOUNT = 0x2F
+
+
+@dataclass(frozen=True)
+class Param:
+    """One kernel parameter: ordinal (position in the C signature), byte offset from the parameter
+    base, size in bytes."""
+
+    ordinal: int
+    offset: int
+    size: int
+
+
+@dataclass
+class KernelImage:
+    """One kernel's launch-relevant metadata from the cubin."""
+
+    name: str
+    params: list[Param] = field(default_factory=list)
+    param_base: int = 0
+    shared_static: int = 0
+    local_frame: int = 0
+    nregs: int = 0
+    constant0: bytes = b""
+    banks: dict[int, bytes] = field(default_factory=dict)   # other constant banks (module scope)
+
+
+@dataclass(frozen=True)
+class _Section:
+    name: str
+    type: int
+    offset: int
+    size: int
+    link: int
+    info: int
+
+
+def _sections(data: bytes, path: str) -> list[_Section]:
+    if data[:4] != b"\x7fELF" or data[4] != 2:
+        raise EmulatorError(f"{path}: not an ELF64 cubin")
+    (shoff,) = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
+    raw = []
+    for i in range(shnum):
+        name, typ, _flags, _addr, off, size, link, info = struct.unpack_from("<IIQQQQII", data, shoff + i * shentsize)
+        raw.append((name, typ, off, size, link, info))
+    stroff = raw[shstrndx][2]
+
+    def cstr(off: int) -> str:
+        end = data.index(b"\0", off)
+        return data[off:end].decode("ascii", "replace")
+
+    return [_Section(cstr(stroff + n), t, o, s, lk, inf) for (n, t, o, s, lk, inf) in raw]
+
+
+def _symbols(data: bytes, secs: list[_Section]) -> list[str]:
+    symtab = next((s for s in secs if s.type == 2), None)   # SHT_SYMTAB
+    if symtab is None:
+        return []
+    strtab = secs[symtab.link]
+    names = []
+    for i in range(symtab.size // 24):
+        (name,) = struct.unpack_from("<I", data, symtab.offset + i * 24)
+        end = data.index(b"\0", strtab.offset + name)
+        names.append(data[strtab.offset + name:end].decode("ascii", "replace"))
+    return names
+
+
+def _attributes(blob: bytes):
+    """Yield ``(attribute, payload)`` for each entry of an ``.nv.info`` section."""
+    i = 0
+    while i + 2 <= len(blob):
+        fmt, attr = blob[i], blob[i + 1]
+        i += 2
+        if fmt == 0x04:
+            (n,) = struct.unpack_from("<H", blob, i)
+            yield attr, blob[i + 2:i + 2 + n]
+            i += 2 + n
+        else:
+            yield attr, blob[i:i + 2]
+            i += 2
+
+
+def read_cubin(path: str | Path) -> dict[str, KernelImage]:
+    """Parse a cubin into ``{kernel name: KernelImage}``."""
+    path = str(path)
+    data = Path(path).read_bytes()
+    secs = _sections(data, path)
+    syms = _symbols(data, secs)
+    body = {s.name: data[s.offset:s.offset + s.size] if s.type != 8 else b"" for s in secs}
+    size = {s.name: s.size for s in secs}
+    frames: dict[str, int] = {}
+    nregs: dict[str, int] = {}
+    for attr, payload in _attributes(body.get(".nv.info", b"")):
+        if attr in (FRAME_SIZE, MAX_STACK_SIZE, REGCOUNT) and len(payload) == 8:
+            sym, value = struct.unpack("<II", payload)
+            if sym < len(syms):
+                table = nregs if attr == REGCOUNT else frames
+                table[syms[sym]] = max(table.get(syms[sym], 0), value)
+    module_banks: dict[int, bytes] = {}
+    kernel_banks: dict[str, dict[int, bytes]] = {}
+    for s in secs:
+        if s.name.startswith(".nv.constant") and not s.name.startswith(".nv.constant0"):
+            digits, _, owner = s.name[len(".nv.constant"):].partition(".")
+            if digits.isdigit():
+                if owner:
+                    kernel_banks.setdefault(owner, {})[int(digits)] = body[s.name]
+                else:
+                    module_banks[int(digits)] = body[s.name]
+    kernels: dict[str, KernelImage] = {}
+    for s in secs:
+        if not s.name.startswith(".text."):
+            continue
+        name = s.name[len(".text."):]
+        k = KernelImage(name=name, shared_static=size.get(f".nv.shared.{name}", 0),
+                        local_frame=frames.get(name, 0), nregs=nregs.get(name, 0), constant0=body.get(f".nv.constant0.{name}", b""),
+                        banks={**module_banks, **kernel_banks.get(name, {})})
+        for attr, payload in _attributes(body.get(f".nv.info.{name}", b"")):
+            if attr == KPARAM_INFO and len(payload) >= 12:
+                _index, ordinal, offset, flags = struct.unpack_from("<IHHI", payload)
+                k.params.append(Param(ordinal, offset, (flags >> 18) & 0x3FFF))
+            elif attr == PARAM_CBANK and len(payload) >= 8:
+                _sec, off, _size = struct.unpack_from("<IHH", payload)
+                k.param_base = off
+        k.params.sort(key=lambda p: p.ordinal)
+        kernels[name] = k
+    return kernels

@@ -1,0 +1,2008 @@
+"""The jitted SASS interpreter: runs every block of a launch over the lowered code table and
+appends one trace row per warp-level dynamic instruction.
+
+State per warp: a register file ``regs[warp, row, lane]`` (uint32; rows in :mod:`teg.emu.ops`),
+predicate lane masks ``pm[warp, slot]``, per-lane PC / state / wait mask, convergence-barrier masks
+``bar[warp, 0…15]``. Every instruction executes for all 32 lanes of the current lane group in one
+compiled loop.
+
+Divergence (Volta+ independent thread scheduling, convergence barriers):
+
+* the warp runs one *group* of lanes that share a PC; after a control instruction (BRA, BSYNC,
+  EXIT, CALL, RET, BAR, WARPSYNC) the next group is the set of runnable lanes with the **lowest PC**,
+  so lanes meeting at one PC merge and the side of a branch that jumps forward waits for the other;
+* ``BSSY Bx`` stores the group's mask in ``Bx``; a lane reaching ``BSYNC Bx`` waits until every
+  non-exited lane of ``Bx`` is waiting at that BSYNC, then they continue together (``BREAK Bx`` takes
+  lanes out of ``Bx``); ``WARPSYNC mask`` waits the same way for the lanes of ``mask``;
+* ``BAR.SYNC`` blocks the group until all non-exited threads of the block arrive; warps of a block
+  run one after another, each until it exits or blocks on the barrier.
+
+Each execution of an instruction by a group is one row (as NVBit records it): the mask is the
+group's lanes whose guard predicate is true (0 when none is, the row is still recorded), and memory
+rows add the address of every lane of the mask, in lane order. Shared addresses are offsets in the
+block's shared window, local addresses offsets in the thread's local window, global addresses device
+addresses.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from teg.emu import ops as O
+from teg.emu.numerics import (M32, adjust_f64, bits_of_f32, bits_of_f64, f2h, f2i, f32_of, f64_of, fma,
+                              ftz32, h2f, round_f32_bits, round_int, s32)
+
+FULL = 0xFFFFFFFF
+
+# lane states
+RUN, EXITED, WAITSYNC, WAITBAR = 0, 1, 2, 3
+
+# run_warp / run_launch status codes (err[0])
+ST_OK, ST_BAR, ST_FULL = 0, 1, 2
+E_UNSUPPORTED, E_GLOBAL, E_SHARED, E_LOCAL, E_DEADLOCK, E_ALIGN, E_CONST, E_RETURN = 10, 11, 12, 13, 14, 15, 16, 17
+
+
+@njit(cache=True)
+def _popc(x):
+    x = x - ((x >> 1) & 0x55555555)
+    x = (x & 0x33333333) + ((x >> 2) & 0x33333333)
+    x = (x + (x >> 4)) & 0x0F0F0F0F
+    return ((x * 0x01010101) & M32) >> 24
+
+
+@njit(cache=True)
+def _lut3(lut, a, b, c):
+    r = 0
+    if lut & 0x01:
+        r |= ~a & ~b & ~c
+    if lut & 0x02:
+        r |= ~a & ~b & c
+    if lut & 0x04:
+        r |= ~a & b & ~c
+    if lut & 0x08:
+        r |= ~a & b & c
+    if lut & 0x10:
+        r |= a & ~b & ~c
+    if lut & 0x20:
+        r |= a & ~b & c
+    if lut & 0x40:
+        r |= a & b & ~c
+    if lut & 0x80:
+        r |= a & b & c
+    return r & M32
+
+
+@njit(cache=True)
+def _cmp(code, lt, eq, gt, nan):
+    """Comparison ``code`` (see ops.CMP) from the three-way outcome (or NaN)."""
+    if code == 0:
+        return False
+    if code == 15:
+        return True
+    if code == 7:
+        return not nan
+    if code == 8:
+        return nan
+    if nan:
+        return code >= 9
+    base = code - 8 if code >= 9 else code
+    if base == 1:
+        return lt
+    if base == 2:
+        return eq
+    if base == 3:
+        return lt or eq
+    if base == 4:
+        return gt
+    if base == 5:
+        return not eq
+    return gt or eq
+
+
+@njit(cache=True)
+def _bool(op, a, b):
+    if op == 0:
+        return a and b
+    if op == 1:
+        return a or b
+    return a != b
+
+
+@njit(cache=True)
+def _fmod(x, flag):
+    """Apply operand modifiers |x| and -x to a float."""
+    if flag & O.F_ABS:
+        x = abs(x)
+    if flag & O.F_NEG:
+        x = -x
+    return x
+
+
+@njit(cache=True)
+def _imod(x, flag):
+    """Apply integer operand modifiers: -x (two's complement), ~x (bitwise not), |x|."""
+    if flag & O.F_ABS:
+        x = abs(s32(x)) & M32
+    if flag & O.F_NEG:
+        x = (-x) & M32
+    if flag & O.F_NOT:
+        x = (~x) & M32
+    return x
+
+
+@njit(cache=True)
+def _half_pair(x, flag):
+    """The two fp16 lanes of a 32-bit operand after its swizzle (``.H0_H0``/``.H1_H1``/``.F32``) and
+    ``-``/``|…|`` modifiers, as float64 (lo, hi)."""
+    if flag & O.F_F32:
+        return 0.0, 0.0
+    lo = h2f(x & 0xFFFF)
+    hi = h2f((x >> 16) & 0xFFFF)
+    if flag & O.F_H0H0:
+        hi = lo
+    elif flag & O.F_H1H1:
+        lo = hi
+    return _fmod(lo, flag), _fmod(hi, flag)
+
+
+@njit(cache=True)
+def _mem_fault(err, code, ins, tid, addr):
+    err[0] = code
+    err[1] = ins
+    err[2] = tid
+    err[3] = addr
+
+
+@njit(cache=True)
+def _gofs(addr, width, alo, ahi):
+    """Offset of a global access in the heap, or -1 when it is not inside one allocation."""
+    for j in range(alo.shape[0]):
+        if addr >= alo[j] and addr + width <= ahi[j]:
+            return addr - alo[0]
+    return -1
+
+
+@njit(cache=True)
+def _load(m8, m32, off, width, typ):
+    """Load ``width`` bytes at byte offset ``off`` (aligned) as raw bits; sub-word loads sign/zero
+    extend by ``typ``. Returns up to 64 bits; 128-bit loads use :func:`_load_word`."""
+    if width == 4:
+        return np.int64(m32[off >> 2])
+    if width == 8:
+        return np.int64(m32[off >> 2]) | (np.int64(m32[(off >> 2) + 1]) << 32)
+    if width == 1:
+        v = np.int64(m8[off])
+        if typ == O.T_S8 and v >= 0x80:
+            v -= 0x100
+        return v & M32
+    v = np.int64(m8[off]) | (np.int64(m8[off + 1]) << 8)
+    if typ == O.T_S16 and v >= 0x8000:
+        v -= 0x10000
+    return v & M32
+
+
+@njit(cache=True)
+def _store(m8, m32, off, width, v):
+    if width == 4:
+        m32[off >> 2] = np.uint32(v & M32)
+    elif width == 8:
+        m32[off >> 2] = np.uint32(v & M32)
+        m32[(off >> 2) + 1] = np.uint32((v >> 32) & M32)
+    elif width == 1:
+        m8[off] = np.uint8(v & 0xFF)
+    else:
+        m8[off] = np.uint8(v & 0xFF)
+        m8[off + 1] = np.uint8((v >> 8) & 0xFF)
+
+
+@njit(cache=True)
+def _sreg(which, tid, tx, ty, tz, cx, cy, cz, lane, clock):
+    if which == 0:
+        return tx
+    if which == 1:
+        return ty
+    if which == 2:
+        return tz
+    if which == 3:
+        return cx
+    if which == 4:
+        return cy
+    if which == 5:
+        return cz
+    if which == 6:
+        return lane
+    if which == 7:
+        return 1 << lane
+    if which == 8:
+        return (1 << lane) - 1
+    if which == 9:
+        return (1 << (lane + 1)) - 1
+    if which == 10:
+        return (FULL << (lane + 1)) & M32
+    if which == 11:
+        return (FULL << lane) & M32
+    if which == 12:
+        return clock & M32
+    if which == 13:
+        return (clock >> 32) & M32
+    if which == 15:
+        return 1
+    if which == 16:
+        return tid >> 5
+    return 0
+
+
+@njit(cache=True)
+def _atomic(op, typ, width, old, a, b, su, sf, sq, sd):
+    """New memory value of an atomic ``op`` on ``old`` with operands a (and b for CAS)."""
+    if op == 0:   # ADD
+        if typ == O.T_F32:
+            return bits_of_f32(f32_of(old, su, sf) + f32_of(a, su, sf), su, sf)
+        if typ == O.T_F64:
+            return bits_of_f64(f64_of(old, sq, sd) + f64_of(a, sq, sd), sq, sd)
+        return (old + a) & (M32 if width == 4 else -1)
+    if op == 1 or op == 2:   # MIN / MAX
+        if typ == O.T_F32:
+            x, y = f32_of(old, su, sf), f32_of(a, su, sf)
+            return a if ((y < x) if op == 1 else (y > x)) else old
+        if typ == O.T_S32:
+            x, y = s32(old), s32(a)
+        elif typ == O.T_S64 or typ == O.T_U64:
+            x, y = old, a
+            if typ == O.T_U64:
+                x, y = old ^ (-0x8000000000000000), a ^ (-0x8000000000000000)
+        else:
+            x, y = old & M32, a & M32
+        return a if ((y < x) if op == 1 else (y > x)) else old
+    if op == 3:   # INC: (old >= a) ? 0 : old + 1
+        return 0 if (old & M32) >= (a & M32) else (old + 1) & M32
+    if op == 4:   # DEC: (old == 0 || old > a) ? a : old - 1
+        return a if ((old & M32) == 0 or (old & M32) > (a & M32)) else (old - 1) & M32
+    if op == 5:
+        return old & a
+    if op == 6:
+        return old | a
+    if op == 7:
+        return old ^ a
+    if op == 8:
+        return a
+    if op == 9 or op == 11:   # CAS / CAST: compare a, swap in b
+        return b if old == a else old
+    return (old + 1) & M32   # POPC.INC: one per lane
+
+
+@njit(cache=True)
+def _x_mov(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
+    """Execute MOV for the lanes of ``ex``."""
+    k1 = okind[pc, 1]
+    r0 = oreg[pc, 0]
+    r1 = oreg[pc, 1]
+    v1 = oval[pc, 1]
+    for l in range(32):
+        if (ex >> l) & 1:
+            a = np.int64(regs[w, r1, l]) if k1 == O.K_REG else v1 & M32
+            if r0 != O.RZ_ROW and r0 != O.URZ_ROW:
+                regs[w, r0, l] = np.uint32(a)
+    return 0
+
+
+@njit(cache=True)
+def _x_iadd3(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
+    """Execute IADD3 for the lanes of ``ex``."""
+    r0 = oreg[pc, 0]
+    # canonical: d, a, b, c, po0, po1, ci0, ci1
+    k6, r6, f6 = okind[pc, 6], oreg[pc, 6], oflag[pc, 6]
+    k7, r7, f7 = okind[pc, 7], oreg[pc, 7], oflag[pc, 7]
+    ci0 = 0 if k6 != O.K_PRED else (pm[w, r6] if not (f6 & O.F_NOT) else ~pm[w, r6] & FULL)
+    ci1 = 0 if k7 != O.K_PRED else (pm[w, r7] if not (f7 & O.F_NOT) else ~pm[w, r7] & FULL)
+    po0, po1 = 0, 0
+    for l in range(32):
+        if (ex >> l) & 1:
+            s = 0
+            for j in range(3):
+                kj = okind[pc, 1 + j]
+                x = np.int64(regs[w, oreg[pc, 1 + j], l]) if kj == O.K_REG else oval[pc, 1 + j] & M32
+                fj = oflag[pc, 1 + j]
+                if fj & O.F_NEG:
+                    x = (~x & M32) + 1
+                elif fj & O.F_NOT:
+                    x = ~x & M32
+                s += x
+            s += ((ci0 >> l) & 1) + ((ci1 >> l) & 1)
+            carry = s >> 32
+            if carry >= 1:
+                po0 |= 1 << l
+            if carry >= 2:
+                po1 |= 1 << l
+            if r0 != O.RZ_ROW and r0 != O.URZ_ROW:
+                regs[w, r0, l] = np.uint32(s & M32)
+    for j in range(2):
+        if okind[pc, 4 + j] == O.K_PRED:
+            slot = oreg[pc, 4 + j]
+            if slot != O.PT_SLOT and slot != O.UPT_SLOT:
+                pv = po0 if j == 0 else po1
+                pm[w, slot] = (pm[w, slot] & ~ex & FULL) | (pv & ex)
+    return 0
+
+
+@njit(cache=True)
+def _x_viadd(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
+    """Execute VIADD for the lanes of ``ex``."""
+    k1 = okind[pc, 1]
+    k2 = okind[pc, 2]
+    r0 = oreg[pc, 0]
+    r1 = oreg[pc, 1]
+    r2 = oreg[pc, 2]
+    v1 = oval[pc, 1]
+    v2 = oval[pc, 2]
+    f1 = oflag[pc, 1]
+    f2 = oflag[pc, 2]
+    for l in range(32):
+        if (ex >> l) & 1:
+            a = np.int64(regs[w, r1, l]) if k1 == O.K_REG else v1 & M32
+            b = np.int64(regs[w, r2, l]) if k2 == O.K_REG else v2 & M32
+            s = (_imod(a, f1) + _imod(b, f2)) & M32
+            if r0 != O.RZ_ROW and r0 != O.URZ_ROW:
+                regs[w, r0, l] = np.uint32(s)
+    return 0
+
+
+@njit(cache=True)
+def _x_imad(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
+    """Execute IMAD for the lanes of ``ex``."""
+    m0 = code[pc, O.C_M]
+    m1 = code[pc, O.C_M + 1]
+    m2 = code[pc, O.C_M + 2]
+    k1 = okind[pc, 1]
+    k2 = okind[pc, 2]
+    k3 = okind[pc, 3]
+    r0 = oreg[pc, 0]
+    r1 = oreg[pc, 1]
+    r2 = oreg[pc, 2]
+    r3 = oreg[pc, 3]
+    v1 = oval[pc, 1]
+    v2 = oval[pc, 2]
+    v3 = oval[pc, 3]
+    f1 = oflag[pc, 1]
+    f2 = oflag[pc, 2]
+    f3 = oflag[pc, 3]
+    # canonical: d, a, b, c, po, ci ; m0: 0 lo, 1 hi, 2 wide; m1 unsigned; m2 .X
+    k5, r5, f5 = okind[pc, 5], oreg[pc, 5], oflag[pc, 5]
+    ci = 0
+    if m2 and k5 == O.K_PRED:
+        ci = pm[w, r5] if not (f5 & O.F_NOT) else ~pm[w, r5] & FULL
+    po = 0
+    for l in range(32):
+        if (ex >> l) & 1:
+            a = np.int64(regs[w, r1, l]) if k1 == O.K_REG else v1 & M32
+            b = np.int64(regs[w, r2, l]) if k2 == O.K_REG else v2 & M32
+            a = _imod(a, f1)
+            b = _imod(b, f2)
+            if m0 == 2:
+                if k3 == O.K_REG:
+                    c = np.int64(regs[w, r3, l]) | (np.int64(regs[w, r3 + 1, l]) << 32)
+                else:
+                    c = v3
+                if f3 & O.F_NEG:
+                    c = -c
+                if m1:
+                    p = a * b
+                else:
+                    p = s32(a) * s32(b)
+                res = p + c + ((ci >> l) & 1)
+                ua = (p & M32) + (c & M32)
+                if ((((p >> 32) & M32) + ((c >> 32) & M32) + (ua >> 32)) >> 32) & 1:
+                    po |= 1 << l
+                if r0 != O.RZ_ROW and r0 != O.URZ_ROW:
+                    regs[w, r0, l] = np.uint32(res & M32)
+                    regs[w, r0 + 1, l] = np.uint32((res >> 32) & M32)
+            elif m0 == 1:
+                # IMAD.HI: the addend is the register pair c+1:c; result = bits 63…32 of a*b + c64
+                if k3 == O.K_REG:
+                    c = (np.int64(regs[w, r3, l]) | (np.int64(regs[w, r3 + 1, l]) << 32)) if r3 != O.RZ_ROW else 0
+                else:
+                    c = v3
+                p = a * b if m1 else s32(a) * s32(b)
+                res = ((p + c + ((ci >> l) & 1)) >> 32) & M32
+                if r0 != O.RZ_ROW and r0 != O.URZ_ROW:
+                    regs[w, r0, l] = np.uint32(res)
+            else:
+                c = np.int64(regs[w, r3, l]) if k3 == O.K_REG else v3 & M32
+                c = _imod(c, f3)
+                full = (a * b & M32) + c + ((ci >> l) & 1)
+                if full >> 32:
+                    po |= 1 << l
+                if r0 != O.RZ_ROW and r0 != O.URZ_ROW:
+                    regs[w, r0, l] = np.uint32(full & M32)
+    if okind[pc, 4] == O.K_PRED:
+        slot = oreg[pc, 4]
+        if slot != O.PT_SLOT and slot != O.UPT_SLOT:
+            pm[w, slot] = (pm[w, slot] & ~ex & FULL) | (po & ex)
+    return 0
+
+
+@njit(cache=True)
+def _x_lea(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
+    """Execute LEA for the lanes of ``ex``."""
+    m0 = code[pc, O.C_M]
+    m2 = code[pc, O.C_M + 2]
+    k1 = okind[pc, 1]
+    k2 = okind[pc, 2]
+    k3 = okind[pc, 3]
+    r0 = oreg[pc, 0]
+    r1 = oreg[pc, 1]
+    r2 = oreg[pc, 2]
+    r3 = oreg[pc, 3]
+    v1 = oval[pc, 1]
+    v2 = oval[pc, 2]
+    v3 = oval[pc, 3]
+    f1 = oflag[pc, 1]
+    f2 = oflag[pc, 2]
+    # canonical: d, a, b, c, shift, po, ci ; m0 HI, m2 SX32 (.X shows as the carry-in predicate ci)
+    k6, r6, f6 = okind[pc, 6], oreg[pc, 6], oflag[pc, 6]
+    ci = 0
+    if k6 == O.K_PRED:
+        ci = pm[w, r6] if not (f6 & O.F_NOT) else ~pm[w, r6] & FULL
+    sh = oval[pc, 4] & 31
+    po = 0
+    for l in range(32):
+        if (ex >> l) & 1:
+            a = np.int64(regs[w, r1, l]) if k1 == O.K_REG else v1 & M32
+            b = np.int64(regs[w, r2, l]) if k2 == O.K_REG else v2 & M32
+            c = np.int64(regs[w, r3, l]) if k3 == O.K_REG else v3 & M32
+            a = _imod(a, f1)
+            b = _imod(b, f2)
+            if m0:
+                if m2:
+                    x = (s32(a) >> (32 - sh)) & M32 if sh > 0 else (M32 if s32(a) < 0 else 0)
+                else:
+                    x = ((((c & M32) << 32) | a) << sh >> 32) & M32 if sh < 32 else 0
+            else:
+                x = (a << sh) & M32
+            s = x + b + ((ci >> l) & 1)
+            if s >> 32:
+                po |= 1 << l
+            if r0 != O.RZ_ROW and r0 != O.URZ_ROW:
+                regs[w, r0, l] = np.uint32(s & M32)
+    if okind[pc, 5] == O.K_PRED:
+        slot = oreg[pc, 5]
+        if slot != O.PT_SLOT and slot != O.UPT_SLOT:
+            pm[w, slot] = (pm[w, slot] & ~ex & FULL) | (po & ex)
+    return 0
+
+
+@njit(cache=True)
+def _x_lop3(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
+    """Execute LOP3 for the lanes of ``ex``."""
+    k0 = okind[pc, 0]
+    k1 = okind[pc, 1]
+    k2 = okind[pc, 2]
+    k3 = okind[pc, 3]
+    r0 = oreg[pc, 0]
+    r1 = oreg[pc, 1]
+    r2 = oreg[pc, 2]
+    r3 = oreg[pc, 3]
+    v1 = oval[pc, 1]
+    v2 = oval[pc, 2]
+    v3 = oval[pc, 3]
+    f1 = oflag[pc, 1]
+    f2 = oflag[pc, 2]
+    f3 = oflag[pc, 3]
+    # canonical: d, a, b, c, lut, pd, pin
+    lut = oval[pc, 4] & 0xFF
+    pd = 0
+    for l in range(32):
+        if (ex >> l) & 1:
+            a = np.int64(regs[w, r1, l]) if k1 == O.K_REG else v1 & M32
+            b = np.int64(regs[w, r2, l]) if k2 == O.K_REG else v2 & M32
+            c = np.int64(regs[w, r3, l]) if k3 == O.K_REG else v3 & M32
+            res = _lut3(lut, _imod(a, f1), _imod(b, f2), _imod(c, f3))
+            if res != 0:
+                pd |= 1 << l
+            if r0 != O.RZ_ROW and r0 != O.URZ_ROW and k0 == O.K_REG:
+                regs[w, r0, l] = np.uint32(res)
+    if okind[pc, 5] == O.K_PRED:
+        slot = oreg[pc, 5]
+        if slot != O.PT_SLOT and slot != O.UPT_SLOT:
+            pm[w, slot] = (pm[w, slot] & ~ex & FULL) | (pd & ex)
+    return 0
+
+
+@njit(cache=True)
+def _x_plop3(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
+    """Execute PLOP3 for the lanes of ``ex``."""
+    r2 = oreg[pc, 2]
+    r3 = oreg[pc, 3]
+    f2 = oflag[pc, 2]
+    f3 = oflag[pc, 3]
+    # canonical: pd, pq, a, b, c, lut1, lut2
+    pa = pm[w, r2] if not (f2 & O.F_NOT) else ~pm[w, r2] & FULL
+    pb = pm[w, r3] if not (f3 & O.F_NOT) else ~pm[w, r3] & FULL
+    r4 = oreg[pc, 4]
+    pc_ = pm[w, r4] if not (oflag[pc, 4] & O.F_NOT) else ~pm[w, r4] & FULL
+    for j in range(2):
+        slot = oreg[pc, j]
+        if okind[pc, j] == O.K_PRED and slot != O.PT_SLOT and slot != O.UPT_SLOT:
+            res = _lut3(oval[pc, 5 + j] & 0xFF, pa, pb, pc_)
+            pm[w, slot] = (pm[w, slot] & ~ex & FULL) | (res & ex)
+    return 0
+
+
+@njit(cache=True)
+def _x_shf(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
+    """Execute SHF for the lanes of ``ex``."""
+    m0 = code[pc, O.C_M]
+    m1 = code[pc, O.C_M + 1]
+    m2 = code[pc, O.C_M + 2]
+    m3 = code[pc, O.C_M + 3]
+    m4 = code[pc, O.C_M + 4]
+    k1 = okind[pc, 1]
+    k2 = okind[pc, 2]
+    k3 = okind[pc, 3]
+    r0 = oreg[pc, 0]
+    r1 = oreg[pc, 1]
+    r2 = oreg[pc, 2]
+    r3 = oreg[pc, 3]
+    v1 = oval[pc, 1]
+    v2 = oval[pc, 2]
+    v3 = oval[pc, 3]
+    # d, lo, shift, hi ; m0 left, m1 HI, m2 signed, m3 64-bit type, m4 .W
+    for l in range(32):
+        if (ex >> l) & 1:
+            lo = np.int64(regs[w, r1, l]) if k1 == O.K_REG else v1 & M32
+            s = np.int64(regs[w, r2, l]) if k2 == O.K_REG else v2 & M32
+            hi = np.int64(regs[w, r3, l]) if k3 == O.K_REG else v3 & M32
+            if m4:
+                s = s & 31
+            else:
+                lim = 64 if m3 else 32
+                s = lim if s > lim else s
+            val = (hi << 32) | lo
+            if m0:
+                res = (val << s) if s < 64 else 0
+            else:
+                if m2:
+                    sv = (s32(hi) << 32) | lo
+                    res = sv >> (s if s < 64 else 63)
+                else:
+                    res = np.int64(np.uint64(val) >> np.uint64(s)) if s < 64 else 0
+            out = (res >> 32) & M32 if m1 else res & M32
+            if r0 != O.RZ_ROW and r0 != O.URZ_ROW:
+                regs[w, r0, l] = np.uint32(out)
+    return 0
+
+
+@njit(cache=True)
+def _x_imnmx(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
+    """Execute IMNMX for the lanes of ``ex``."""
+    m0 = code[pc, O.C_M]
+    k1 = okind[pc, 1]
+    k2 = okind[pc, 2]
+    r0 = oreg[pc, 0]
+    r1 = oreg[pc, 1]
+    r2 = oreg[pc, 2]
+    r3 = oreg[pc, 3]
+    v1 = oval[pc, 1]
+    v2 = oval[pc, 2]
+    f1 = oflag[pc, 1]
+    f2 = oflag[pc, 2]
+    f3 = oflag[pc, 3]
+    r3p = pm[w, r3] if not (f3 & O.F_NOT) else ~pm[w, r3] & FULL
+    for l in range(32):
+        if (ex >> l) & 1:
+            a = np.int64(regs[w, r1, l]) if k1 == O.K_REG else v1 & M32
+            b = np.int64(regs[w, r2, l]) if k2 == O.K_REG else v2 & M32
+            a = _imod(a, f1)
+            b = _imod(b, f2)
+            x, y = (a, b) if m0 else (s32(a), s32(b))
+            mn = (r3p >> l) & 1
+            res = (x if x < y else y) if mn else (x if x > y else y)
+            if r0 != O.RZ_ROW and r0 != O.URZ_ROW:
+                regs[w, r0, l] = np.uint32(res & M32)
+    return 0
+
+
+@njit(cache=True)
+def _x_popc(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
+    """Execute POPC/FLO/BREV/IABS for the lanes of ``ex``."""
+    op = code[pc, O.C_OP]
+    m0 = code[pc, O.C_M]
+    m1 = code[pc, O.C_M + 1]
+    k1 = okind[pc, 1]
+    r0 = oreg[pc, 0]
+    r1 = oreg[pc, 1]
+    v1 = oval[pc, 1]
+    f1 = oflag[pc, 1]
+    for l in range(32):
+        if (ex >> l) & 1:
+            a = np.int64(regs[w, r1, l]) if k1 == O.K_REG else v1 & M32
+            a = _imod(a, f1)
+            if op == O.OP_POPC:
+                res = _popc(a)
+            elif op == O.OP_IABS:
+                res = abs(s32(a)) & M32
+            elif op == O.OP_BREV:
+                res = 0
+                for j in range(32):
+                    res |= ((a >> j) & 1) << (31 - j)
+            else:
+                x = a
+                if m1 and s32(a) < 0:
+                    x = ~a & M32
+                res = M32
+                for j in range(31, -1, -1):
+                    if (x >> j) & 1:
+                        res = j
+                        break
+                if m0 and res != M32:
+                    res = 31 - res
+            if r0 != O.RZ_ROW and r0 != O.URZ_ROW:
+                regs[w, r0, l] = np.uint32(res & M32)
+    return 0
+
+
+@njit(cache=True)
+def _x_bmsk(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
+    """BMSK d, pos, width: ``width`` ones starting at bit ``pos`` (``.W`` wraps both to 5 bits,
+    else they clamp at 32); SGXT d, a, bits: sign- (``.U32``: zero-) extend the low ``bits``."""
+    op = code[pc, O.C_OP]
+    m0 = code[pc, O.C_M]
+    m1 = code[pc, O.C_M + 1]
+    k1, k2, r0, r1, r2 = okind[pc, 1], okind[pc, 2], oreg[pc, 0], oreg[pc, 1], oreg[pc, 2]
+    v1, v2 = oval[pc, 1], oval[pc, 2]
+    for l in range(32):
+        if (ex >> l) & 1:
+            a = np.int64(regs[w, r1, l]) if k1 == O.K_REG else v1 & M32
+            b = np.int64(regs[w, r2, l]) if k2 == O.K_REG else v2 & M32
+            if op == O.OP_BMSK:
+                wrap = m0
+                pos = a & 31 if wrap else (a if a < 32 else 32)
+                width = b & 31 if wrap else (b if b < 32 else 32)
+                res = (((1 << width) - 1) << pos) & M32
+            else:
+                bits = b & 31 if m1 else (b if b < 32 else 32)
+                if bits == 0:
+                    res = 0
+                elif bits >= 32:
+                    res = a
+                else:
+                    res = a & ((1 << bits) - 1)
+                    if not m0 and (res >> (bits - 1)) & 1:
+                        res |= (M32 << bits) & M32
+            if r0 != O.RZ_ROW and r0 != O.URZ_ROW:
+                regs[w, r0, l] = np.uint32(res & M32)
+    return 0
+
+
+@njit(cache=True)
+def _x_hmma(pc, w, code, oreg, regs, su, sf):
+    """HMMA.16816 / HMMA.1688 (D = A·B + C, fp16 inputs, F32 or F16 accumulators) for the whole warp,
+    with the fragment layouts of PTX ``mma.m16n8k16`` / ``mma.m16n8k8``: lane ``l`` holds, with
+    g = l/4 and t = l%4, A elements (g or g+8, 2t+j [+8]), B elements (2t+j [+8], g) and C/D
+    elements (g or g+8, 2t+j). Products are summed in double precision and rounded once."""
+    k = code[pc, O.C_M]
+    f32acc = code[pc, O.C_M + 1]
+    rd, ra, rb, rc = oreg[pc, 0], oreg[pc, 1], oreg[pc, 2], oreg[pc, 3]
+    A = np.zeros((16, 16))
+    B = np.zeros((16, 8))
+    C = np.zeros((16, 8))
+    for l in range(32):
+        g = l >> 2
+        t = l & 3
+        for i in range(k // 2):
+            h = (np.int64(regs[w, ra + i // 2, l]) >> (16 * (i & 1))) & 0xFFFF
+            A[g + (8 if (i % 4) >= 2 else 0), 2 * t + (i & 1) + (8 if i >= 4 else 0)] = h2f(h)
+        for i in range(k // 4):
+            h = (np.int64(regs[w, rb + i // 2, l]) >> (16 * (i & 1))) & 0xFFFF
+            B[2 * t + (i & 1) + (8 if i >= 2 else 0), g] = h2f(h)
+        if rc != O.RZ_ROW:
+            for i in range(4):
+                if f32acc:
+                    v = f32_of(np.int64(regs[w, rc + i, l]), su, sf)
+                else:
+                    v = h2f((np.int64(regs[w, rc + i // 2, l]) >> (16 * (i & 1))) & 0xFFFF)
+                C[g + (8 if i >= 2 else 0), 2 * t + (i & 1)] = v
+    for l in range(32):
+        g = l >> 2
+        t = l & 3
+        packed = 0
+        for i in range(4):
+            row = g + (8 if i >= 2 else 0)
+            col = 2 * t + (i & 1)
+            acc = C[row, col]
+            for j in range(k):
+                acc += A[row, j] * B[j, col]
+            if f32acc:
+                if rd + i != O.RZ_ROW:
+                    regs[w, rd + i, l] = np.uint32(bits_of_f32(acc, su, sf))
+            else:
+                packed |= f2h(acc) << (16 * (i & 1))
+                if i & 1 and rd + i // 2 != O.RZ_ROW:
+                    regs[w, rd + i // 2, l] = np.uint32(packed & M32)
+                    packed = 0
+
+
+@njit(cache=True)
+def _x_prmt(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
+    """Execute PRMT for the lanes of ``ex``."""
+    k1 = okind[pc, 1]
+    k2 = okind[pc, 2]
+    k3 = okind[pc, 3]
+    r0 = oreg[pc, 0]
+    r1 = oreg[pc, 1]
+    r2 = oreg[pc, 2]
+    r3 = oreg[pc, 3]
+    v1 = oval[pc, 1]
+    v2 = oval[pc, 2]
+    v3 = oval[pc, 3]
+    for l in range(32):
+        if (ex >> l) & 1:
+            a = np.int64(regs[w, r1, l]) if k1 == O.K_REG else v1 & M32
+            sel = np.int64(regs[w, r2, l]) if k2 == O.K_REG else v2 & M32
+            b = np.int64(regs[w, r3, l]) if k3 == O.K_REG else v3 & M32
+            src = (b << 32) | a
+            res = 0
+            for j in range(4):
+                nib = (sel >> (4 * j)) & 0xF
+                byte = (src >> (8 * (nib & 7))) & 0xFF
+                if nib & 8:
+                    byte = 0xFF if byte & 0x80 else 0
+                res |= byte << (8 * j)
+            if r0 != O.RZ_ROW and r0 != O.URZ_ROW:
+                regs[w, r0, l] = np.uint32(res)
+    return 0
+
+
+@njit(cache=True)
+def _x_sel(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
+    """Execute SEL/FSEL for the lanes of ``ex``."""
+    op = code[pc, O.C_OP]
+    k1 = okind[pc, 1]
+    k2 = okind[pc, 2]
+    r0 = oreg[pc, 0]
+    r1 = oreg[pc, 1]
+    r2 = oreg[pc, 2]
+    r3 = oreg[pc, 3]
+    v1 = oval[pc, 1]
+    v2 = oval[pc, 2]
+    f1 = oflag[pc, 1]
+    f2 = oflag[pc, 2]
+    f3 = oflag[pc, 3]
+    p = pm[w, r3] if not (f3 & O.F_NOT) else ~pm[w, r3] & FULL
+    for l in range(32):
+        if (ex >> l) & 1:
+            a = np.int64(regs[w, r1, l]) if k1 == O.K_REG else v1 & M32
+            b = np.int64(regs[w, r2, l]) if k2 == O.K_REG else v2 & M32
+            if op == O.OP_FSEL:
+                if f1 & O.F_NEG:
+                    a ^= 0x80000000
+                if f2 & O.F_NEG:
+                    b ^= 0x80000000
+            else:
+                a = _imod(a, f1)
+                b = _imod(b, f2)
+            res = a if (p >> l) & 1 else b
+            if r0 != O.RZ_ROW and r0 != O.URZ_ROW:
+                regs[w, r0, l] = np.uint32(res & M32)
+    return 0
+
+
+@njit(cache=True)
+def _x_isetp(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf, sq, sd):
+    """Execute ISETP/FSETP/DSETP/HSETP2 for the lanes of ``ex``."""
+    op = code[pc, O.C_OP]
+    m0 = code[pc, O.C_M]
+    m1 = code[pc, O.C_M + 1]
+    m2 = code[pc, O.C_M + 2]
+    m3 = code[pc, O.C_M + 3]
+    m4 = code[pc, O.C_M + 4]
+    k2 = okind[pc, 2]
+    k3 = okind[pc, 3]
+    r2 = oreg[pc, 2]
+    r3 = oreg[pc, 3]
+    v2 = oval[pc, 2]
+    v3 = oval[pc, 3]
+    f2 = oflag[pc, 2]
+    f3 = oflag[pc, 3]
+    # pd, pq, a, b, pin, pex ; m0 cmp, m1 bool, m2 unsigned, m3 EX, m4 FTZ
+    r4, f4 = oreg[pc, 4], oflag[pc, 4]
+    pin = pm[w, r4] if not (f4 & O.F_NOT) else ~pm[w, r4] & FULL
+    r5, f5 = oreg[pc, 5], oflag[pc, 5]
+    pex = 0
+    if m3:
+        pex = pm[w, r5] if not (f5 & O.F_NOT) else ~pm[w, r5] & FULL
+    rp, rq = 0, 0
+    for l in range(32):
+        if (ex >> l) & 1:
+            nan = False
+            if op == O.OP_DSETP:
+                if k2 == O.K_REG:
+                    a = np.int64(regs[w, r2, l]) | (np.int64(regs[w, r2 + 1, l]) << 32)
+                else:
+                    a = v2
+                if k3 == O.K_REG:
+                    b = np.int64(regs[w, r3, l]) | (np.int64(regs[w, r3 + 1, l]) << 32)
+                else:
+                    b = v3
+                x = _fmod(f64_of(a, sq, sd), f2)
+                y = _fmod(f64_of(b, sq, sd), f3)
+                nan = x != x or y != y
+            else:
+                a = np.int64(regs[w, r2, l]) if k2 == O.K_REG else v2 & M32
+                b = np.int64(regs[w, r3, l]) if k3 == O.K_REG else v3 & M32
+                if op == O.OP_FSETP:
+                    x = _fmod(f32_of(a, su, sf), f2)
+                    y = _fmod(f32_of(b, su, sf), f3)
+                    if m4:
+                        x = ftz32(x)
+                        y = ftz32(y)
+                    nan = x != x or y != y
+                else:
+                    a = _imod(a, f2)
+                    b = _imod(b, f3)
+                    if m2:
+                        x, y = np.float64(a), np.float64(b)
+                    else:
+                        x, y = np.float64(s32(a)), np.float64(s32(b))
+            lt, eq, gt = x < y, x == y, x > y
+            if m3 and op == O.OP_ISETP:
+                prev = (pex >> l) & 1 == 1
+                base = m0
+                if base == 2:
+                    c = eq and prev
+                elif base == 5:
+                    c = (not eq) or prev
+                elif base == 1 or base == 4:
+                    c = (lt if base == 1 else gt) or (eq and prev)
+                elif base == 3 or base == 6:
+                    c = (lt if base == 3 else gt) or (eq and prev)
+                else:
+                    c = _cmp(m0, lt, eq, gt, False)
+            else:
+                c = _cmp(m0, lt, eq, gt, nan)
+            pi = (pin >> l) & 1 == 1
+            if _bool(m1, c, pi):
+                rp |= 1 << l
+            if _bool(m1, not c, pi):
+                rq |= 1 << l
+    s0 = oreg[pc, 0]
+    if okind[pc, 0] == O.K_PRED and s0 != O.PT_SLOT and s0 != O.UPT_SLOT:
+        pm[w, s0] = (pm[w, s0] & ~ex & FULL) | (rp & ex)
+    s1 = oreg[pc, 1]
+    if okind[pc, 1] == O.K_PRED and s1 != O.PT_SLOT and s1 != O.UPT_SLOT:
+        pm[w, s1] = (pm[w, s1] & ~ex & FULL) | (rq & ex)
+    return 0
+
+
+@njit(cache=True)
+def _x_p2r(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
+    """Execute P2R for the lanes of ``ex``."""
+    k2 = okind[pc, 2]
+    k3 = okind[pc, 3]
+    r0 = oreg[pc, 0]
+    r2 = oreg[pc, 2]
+    r3 = oreg[pc, 3]
+    v2 = oval[pc, 2]
+    v3 = oval[pc, 3]
+    # d, (PR), a, mask : d = (a & ~mask) | (predicates & mask)
+    for l in range(32):
+        if (ex >> l) & 1:
+            bits = 0
+            base = O.UP_SLOT0 if r0 >= O.UR_ROW0 else 0
+            for j in range(7):
+                bits |= ((pm[w, base + j] >> l) & 1) << j
+            a = np.int64(regs[w, r2, l]) if k2 == O.K_REG else v2 & M32
+            mk = v3 & M32 if k3 == O.K_IMM else np.int64(regs[w, r3, l])
+            if r0 != O.RZ_ROW and r0 != O.URZ_ROW:
+                regs[w, r0, l] = np.uint32(((a & ~mk) | (bits & mk)) & M32)
+    return 0
+
+
+@njit(cache=True)
+def _x_r2p(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
+    """Execute R2P for the lanes of ``ex``."""
+    k1 = okind[pc, 1]
+    k2 = okind[pc, 2]
+    r1 = oreg[pc, 1]
+    r2 = oreg[pc, 2]
+    v1 = oval[pc, 1]
+    v2 = oval[pc, 2]
+    # (PR), a, mask
+    for j in range(7):
+        newbits = 0
+        for l in range(32):
+            if (ex >> l) & 1:
+                a = np.int64(regs[w, r1, l]) if k1 == O.K_REG else v1 & M32
+                mk = v2 & M32 if k2 == O.K_IMM else np.int64(regs[w, r2, l])
+                if (mk >> j) & 1:
+                    newbits |= ((a >> j) & 1) << l
+                else:
+                    newbits |= ((pm[w, j] >> l) & 1) << l
+        pm[w, j] = (pm[w, j] & ~ex & FULL) | (newbits & ex)
+    return 0
+
+
+@njit(cache=True)
+def _x_fadd(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf):
+    """Execute FADD/FMUL/FFMA for the lanes of ``ex``."""
+    op = code[pc, O.C_OP]
+    m0 = code[pc, O.C_M]
+    m1 = code[pc, O.C_M + 1]
+    m2 = code[pc, O.C_M + 2]
+    k1 = okind[pc, 1]
+    k2 = okind[pc, 2]
+    k3 = okind[pc, 3]
+    r0 = oreg[pc, 0]
+    r1 = oreg[pc, 1]
+    r2 = oreg[pc, 2]
+    r3 = oreg[pc, 3]
+    v1 = oval[pc, 1]
+    v2 = oval[pc, 2]
+    v3 = oval[pc, 3]
+    f1 = oflag[pc, 1]
+    f2 = oflag[pc, 2]
+    f3 = oflag[pc, 3]
+    for l in range(32):
+        if (ex >> l) & 1:
+            a = np.int64(regs[w, r1, l]) if k1 == O.K_REG else v1 & M32
+            b = np.int64(regs[w, r2, l]) if k2 == O.K_REG else v2 & M32
+            x = _fmod(f32_of(a, su, sf), f1)
+            y = _fmod(f32_of(b, su, sf), f2)
+            if m1:
+                x = ftz32(x)
+                y = ftz32(y)
+            if op == O.OP_FADD:
+                d = x + y
+            elif op == O.OP_FMUL:
+                d = x * y
+            else:
+                c = np.int64(regs[w, r3, l]) if k3 == O.K_REG else v3 & M32
+                z = _fmod(f32_of(c, su, sf), f3)
+                if m1:
+                    z = ftz32(z)
+                d = fma(x, y, z)
+            res = round_f32_bits(d, m0, su, sf)
+            if m1 or m2:
+                fr = f32_of(res, su, sf)
+                if m1:
+                    fr = ftz32(fr)
+                if m2:
+                    fr = 0.0 if fr != fr or fr < 0.0 else (1.0 if fr > 1.0 else fr)
+                res = bits_of_f32(fr, su, sf)
+            if r0 != O.RZ_ROW and r0 != O.URZ_ROW:
+                regs[w, r0, l] = np.uint32(res)
+    return 0
+
+
+@njit(cache=True)
+def _x_fmnmx(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf):
+    """Execute FMNMX for the lanes of ``ex``."""
+    k1 = okind[pc, 1]
+    k2 = okind[pc, 2]
+    r0 = oreg[pc, 0]
+    r1 = oreg[pc, 1]
+    r2 = oreg[pc, 2]
+    r3 = oreg[pc, 3]
+    v1 = oval[pc, 1]
+    v2 = oval[pc, 2]
+    f1 = oflag[pc, 1]
+    f2 = oflag[pc, 2]
+    f3 = oflag[pc, 3]
+    p = pm[w, r3] if not (f3 & O.F_NOT) else ~pm[w, r3] & FULL
+    for l in range(32):
+        if (ex >> l) & 1:
+            a = np.int64(regs[w, r1, l]) if k1 == O.K_REG else v1 & M32
+            b = np.int64(regs[w, r2, l]) if k2 == O.K_REG else v2 & M32
+            x = _fmod(f32_of(a, su, sf), f1)
+            y = _fmod(f32_of(b, su, sf), f2)
+            if x != x:
+                d = y
+            elif y != y:
+                d = x
+            elif (p >> l) & 1:
+                d = x if x < y or (x == y and math.copysign(1.0, x) < 0) else y
+            else:
+                d = x if x > y or (x == y and math.copysign(1.0, x) > 0) else y
+            if r0 != O.RZ_ROW and r0 != O.URZ_ROW:
+                regs[w, r0, l] = np.uint32(bits_of_f32(d, su, sf))
+    return 0
+
+
+@njit(cache=True)
+def _x_mufu(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf, sq, sd):
+    """Execute MUFU for the lanes of ``ex``."""
+    m0 = code[pc, O.C_M]
+    k1 = okind[pc, 1]
+    r0 = oreg[pc, 0]
+    r1 = oreg[pc, 1]
+    v1 = oval[pc, 1]
+    f1 = oflag[pc, 1]
+    for l in range(32):
+        if (ex >> l) & 1:
+            a = np.int64(regs[w, r1, l]) if k1 == O.K_REG else v1 & M32
+            if m0 == 7 or m0 == 8:   # RCP64H / RSQ64H: high word of a double
+                x = f64_of((a & M32) << 32, sq, sd)
+                x = _fmod(x, f1)
+                y = 1.0 / x if m0 == 7 else (1.0 / math.sqrt(x) if x > 0 else (np.inf if x == 0 else np.nan))
+                res = (bits_of_f64(y, sq, sd) >> 32) & M32
+            else:
+                x = _fmod(f32_of(a, su, sf), f1)
+                if m0 == 0:
+                    y = 1.0 / x if x != 0 else math.copysign(np.inf, x)
+                elif m0 == 1:
+                    y = 1.0 / math.sqrt(x) if x > 0 else (math.copysign(np.inf, x) if x == 0 else np.nan)
+                elif m0 == 2:
+                    y = math.sqrt(x) if x >= 0 else np.nan
+                elif m0 == 3:
+                    y = 2.0 ** x if x < 1024 else np.inf
+                elif m0 == 4:
+                    y = math.log2(x) if x > 0 else (-np.inf if x == 0 else np.nan)
+                elif m0 == 5:
+                    y = math.sin(x * 2.0 * math.pi) if abs(x) != np.inf else np.nan
+                elif m0 == 6:
+                    y = math.cos(x * 2.0 * math.pi) if abs(x) != np.inf else np.nan
+                else:
+                    y = math.tanh(x)
+                res = bits_of_f32(y, su, sf)
+            if r0 != O.RZ_ROW and r0 != O.URZ_ROW:
+                regs[w, r0, l] = np.uint32(res)
+    return 0
+
+
+@njit(cache=True)
+def _x_fchk(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
+    """Execute FCHK for the lanes of ``ex``."""
+    k1 = okind[pc, 1]
+    k2 = okind[pc, 2]
+    r1 = oreg[pc, 1]
+    r2 = oreg[pc, 2]
+    v1 = oval[pc, 1]
+    v2 = oval[pc, 2]
+    # pd, a, b: true when a/b needs the slow path (special/denormal operands or exponent range)
+    res = 0
+    for l in range(32):
+        if (ex >> l) & 1:
+            a = np.int64(regs[w, r1, l]) if k1 == O.K_REG else v1 & M32
+            b = np.int64(regs[w, r2, l]) if k2 == O.K_REG else v2 & M32
+            ea = (a >> 23) & 0xFF
+            eb = (b >> 23) & 0xFF
+            slow = eb == 0 or eb == 255 or ea == 255 or (ea == 0 and (a & 0x7FFFFF) != 0)
+            if not slow and ea != 0:
+                diff = ea - eb
+                slow = diff >= 126 or diff <= -126 or eb >= 253 or ea <= 24
+            if slow:
+                res |= 1 << l
+    s0 = oreg[pc, 0]
+    if s0 != O.PT_SLOT:
+        pm[w, s0] = (pm[w, s0] & ~ex & FULL) | (res & ex)
+    return 0
+
+
+@njit(cache=True)
+def _x_f2f(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf, sq, sd):
+    """Execute F2F/I2F/F2I/FRND for the lanes of ``ex``."""
+    op = code[pc, O.C_OP]
+    m0 = code[pc, O.C_M]
+    m1 = code[pc, O.C_M + 1]
+    m2 = code[pc, O.C_M + 2]
+    m3 = code[pc, O.C_M + 3]
+    m4 = code[pc, O.C_M + 4]
+    k1 = okind[pc, 1]
+    r0 = oreg[pc, 0]
+    r1 = oreg[pc, 1]
+    v1 = oval[pc, 1]
+    f1 = oflag[pc, 1]
+    for l in range(32):
+        if (ex >> l) & 1:
+            if k1 == O.K_REG:
+                a = np.int64(regs[w, r1, l]) | (np.int64(regs[w, r1 + 1, l]) << 32)
+            else:
+                a = v1
+            out = 0
+            wide_out = False
+            if op == O.OP_I2F:
+                # m0 dst bytes, m1 src bytes, m2 signed, m3 round
+                if m1 == 8:
+                    x = np.float64(a) if m2 else (np.float64(a) if a >= 0 else np.float64(a & 0x7FFFFFFFFFFFFFFF) + 9.223372036854775808e18)
+                else:
+                    bits = a & ((1 << (8 * m1)) - 1)
+                    if m2 and bits >> (8 * m1 - 1):
+                        bits -= 1 << (8 * m1)
+                    x = np.float64(bits)
+                if m0 == 8:
+                    out = bits_of_f64(x, sq, sd)
+                    wide_out = True
+                elif m0 == 2:
+                    out = f2h(x)
+                else:
+                    out = round_f32_bits(x, m3, su, sf)
+            elif op == O.OP_F2I:
+                # m0 dst bytes, m1 signed, m2 src bytes, m3 round, m4 FTZ
+                if m2 == 8:
+                    x = _fmod(f64_of(a, sq, sd), f1)
+                elif m2 == 2:
+                    x = _fmod(h2f(a & 0xFFFF), f1)
+                else:
+                    x = _fmod(f32_of(a & M32, su, sf), f1)
+                    if m4:
+                        x = ftz32(x)
+                out = f2i(x, m3, m0, m1)
+                wide_out = m0 == 8
+                if not wide_out:
+                    out &= M32
+            elif op == O.OP_FRND:
+                if m1:
+                    out = bits_of_f64(round_int(_fmod(f64_of(a, sq, sd), f1), m0), sq, sd)
+                    wide_out = True
+                else:
+                    out = bits_of_f32(round_int(_fmod(f32_of(a & M32, su, sf), f1), m0), su, sf)
+            else:
+                # F2F: m0 dst bytes, m1 src bytes, m2 round, m3 FTZ
+                if m1 == 8:
+                    x = _fmod(f64_of(a, sq, sd), f1)
+                elif m1 == 2:
+                    x = _fmod(h2f(a & 0xFFFF), f1)
+                else:
+                    x = _fmod(f32_of(a & M32, su, sf), f1)
+                    if m3:
+                        x = ftz32(x)
+                if m0 == 8:
+                    out = bits_of_f64(x, sq, sd)
+                    wide_out = True
+                elif m0 == 2:
+                    out = f2h(x)
+                else:
+                    out = round_f32_bits(x, m2, su, sf)
+                    if m3:
+                        out = bits_of_f32(ftz32(f32_of(out, su, sf)), su, sf)
+            if r0 != O.RZ_ROW and r0 != O.URZ_ROW:
+                regs[w, r0, l] = np.uint32(out & M32)
+                if wide_out:
+                    regs[w, r0 + 1, l] = np.uint32((out >> 32) & M32)
+    return 0
+
+
+@njit(cache=True)
+def _x_dadd(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, sq, sd):
+    """Execute DADD/DMUL/DFMA/DMNMX for the lanes of ``ex``."""
+    op = code[pc, O.C_OP]
+    m0 = code[pc, O.C_M]
+    k1 = okind[pc, 1]
+    k2 = okind[pc, 2]
+    k3 = okind[pc, 3]
+    r0 = oreg[pc, 0]
+    r1 = oreg[pc, 1]
+    r2 = oreg[pc, 2]
+    r3 = oreg[pc, 3]
+    v1 = oval[pc, 1]
+    v2 = oval[pc, 2]
+    v3 = oval[pc, 3]
+    f1 = oflag[pc, 1]
+    f2 = oflag[pc, 2]
+    f3 = oflag[pc, 3]
+    p = 0
+    if op == O.OP_DMNMX:
+        p = pm[w, r3] if not (f3 & O.F_NOT) else ~pm[w, r3] & FULL
+    for l in range(32):
+        if (ex >> l) & 1:
+            a = (np.int64(regs[w, r1, l]) | (np.int64(regs[w, r1 + 1, l]) << 32)) if k1 == O.K_REG else v1
+            b = (np.int64(regs[w, r2, l]) | (np.int64(regs[w, r2 + 1, l]) << 32)) if k2 == O.K_REG else v2
+            x = _fmod(f64_of(a, sq, sd), f1)
+            y = _fmod(f64_of(b, sq, sd), f2)
+            if op == O.OP_DADD:
+                d = x + y
+                bb = d - x
+                resid = (x - (d - bb)) + (y - bb)
+            elif op == O.OP_DMUL:
+                d = x * y
+                resid = fma(x, y, -d)
+            elif op == O.OP_DFMA:
+                c = (np.int64(regs[w, r3, l]) | (np.int64(regs[w, r3 + 1, l]) << 32)) if k3 == O.K_REG else v3
+                z = _fmod(f64_of(c, sq, sd), f3)
+                d = fma(x, y, z)
+                resid = fma(x, y, z - d) if m0 != 0 else 0.0
+            else:
+                resid = 0.0
+                if x != x:
+                    d = y
+                elif y != y:
+                    d = x
+                elif (p >> l) & 1:
+                    d = x if x < y else y
+                else:
+                    d = x if x > y else y
+            if m0 != 0 and d == d and abs(d) != np.inf:
+                d = adjust_f64(d, resid, m0)
+            out = bits_of_f64(d, sq, sd)
+            if r0 != O.RZ_ROW and r0 != O.URZ_ROW:
+                regs[w, r0, l] = np.uint32(out & M32)
+                regs[w, r0 + 1, l] = np.uint32((out >> 32) & M32)
+    return 0
+
+
+@njit(cache=True)
+def _x_hadd2(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf):
+    """Execute HADD2/HMUL2/HFMA2/HMNMX2 for the lanes of ``ex``."""
+    op = code[pc, O.C_OP]
+    m0 = code[pc, O.C_M]
+    m2 = code[pc, O.C_M + 2]
+    k1 = okind[pc, 1]
+    k2 = okind[pc, 2]
+    k3 = okind[pc, 3]
+    r0 = oreg[pc, 0]
+    r1 = oreg[pc, 1]
+    r2 = oreg[pc, 2]
+    r3 = oreg[pc, 3]
+    v1 = oval[pc, 1]
+    v2 = oval[pc, 2]
+    v3 = oval[pc, 3]
+    f1 = oflag[pc, 1]
+    f2 = oflag[pc, 2]
+    f3 = oflag[pc, 3]
+    # d, a, b[, c] ; m0 .F32 result (the low lane as one float), m2 SAT; each half is computed
+    # exactly (or fused) in double precision and rounded once to fp16
+    for l in range(32):
+        if (ex >> l) & 1:
+            a = np.int64(regs[w, r1, l]) if k1 == O.K_REG else v1 & M32
+            b = np.int64(regs[w, r2, l]) if k2 == O.K_REG else v2 & M32
+            al, ah = _half_pair(a, f1)
+            bl, bh = _half_pair(b, f2)
+            if f1 & O.F_F32:
+                al = ah = _fmod(f32_of(a, su, sf), f1)
+            if f2 & O.F_F32:
+                bl = bh = _fmod(f32_of(b, su, sf), f2)
+            cl, chh = 0.0, 0.0
+            if op == O.OP_HFMA2:
+                c = np.int64(regs[w, r3, l]) if k3 == O.K_REG else v3 & M32
+                cl, chh = _half_pair(c, f3)
+                if f3 & O.F_F32:
+                    cl = chh = _fmod(f32_of(c, su, sf), f3)
+            if op == O.OP_HADD2:
+                dl, dh = al + bl, ah + bh
+            elif op == O.OP_HMUL2:
+                dl, dh = al * bl, ah * bh
+            else:
+                dl, dh = fma(al, bl, cl), fma(ah, bh, chh)
+            if m2:
+                dl = 0.0 if dl != dl or dl < 0 else (1.0 if dl > 1 else dl)
+                dh = 0.0 if dh != dh or dh < 0 else (1.0 if dh > 1 else dh)
+            if m0:
+                out = bits_of_f32(dl, su, sf)
+            else:
+                out = f2h(dl) | (f2h(dh) << 16)
+            if r0 != O.RZ_ROW and r0 != O.URZ_ROW:
+                regs[w, r0, l] = np.uint32(out & M32)
+    return 0
+
+
+@njit(cache=True)
+def _x_s2r(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, block_xyz, cx, cy, cz, cnt):
+    """Execute S2R/CS2R for the lanes of ``ex``."""
+    op = code[pc, O.C_OP]
+    m0 = code[pc, O.C_M]
+    k1 = okind[pc, 1]
+    r0 = oreg[pc, 0]
+    v1 = oval[pc, 1]
+    bx, by = block_xyz[0], block_xyz[1]
+    for l in range(32):
+        if (ex >> l) & 1:
+            t = w * 32 + l
+            tx = t % bx
+            ty = (t // bx) % by
+            tz = t // (bx * by)
+            v = _sreg(v1, t, tx, ty, tz, cx, cy, cz, l, cnt[0]) if k1 == O.K_SREG else 0
+            if op == O.OP_CS2R and v1 == 14:
+                v = 0
+            if r0 != O.RZ_ROW and r0 != O.URZ_ROW:
+                regs[w, r0, l] = np.uint32(v & M32)
+                if op == O.OP_CS2R and m0 == 8:
+                    hi = _sreg(13, t, tx, ty, tz, cx, cy, cz, l, cnt[0]) if v1 == 12 else 0
+                    regs[w, r0 + 1, l] = np.uint32(hi)
+    return 0
+
+
+@njit(cache=True)
+def _x_ldc(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, cb32, err):
+    """Execute LDC for the lanes of ``ex``."""
+    m0 = code[pc, O.C_M]
+    k1 = okind[pc, 1]
+    r0 = oreg[pc, 0]
+    r1 = oreg[pc, 1]
+    v1 = oval[pc, 1]
+    f1 = oflag[pc, 1]
+    # d, c[bank][off] (resolved to an immediate) or c[bank][R+off]
+    for l in range(32):
+        if (ex >> l) & 1:
+            if k1 == O.K_CIDX:
+                bank = f1 >> 24
+                off = np.int64(regs[w, r1, l]) + v1
+                if bank != 0 or off < 0 or off + m0 > cb32.shape[0] * 4 or off % 4 != 0 and m0 >= 4:
+                    _mem_fault(err, E_CONST, pc, w * 32 + l, off)
+                    return err[0]
+                if m0 >= 4:
+                    lo = np.int64(cb32[off >> 2])
+                    hi = np.int64(cb32[(off >> 2) + 1]) if m0 == 8 else 0
+                else:
+                    word = np.int64(cb32[off >> 2]) >> (8 * (off & 3))
+                    lo = word & (0xFF if m0 == 1 else 0xFFFF)
+                    hi = 0
+            else:
+                lo = v1 & M32
+                hi = (v1 >> 32) & M32
+            if r0 != O.RZ_ROW and r0 != O.URZ_ROW:
+                regs[w, r0, l] = np.uint32(lo)
+                if m0 == 8:
+                    regs[w, r0 + 1, l] = np.uint32(hi)
+    return 0
+
+
+@njit(cache=True)
+def _x_shfl(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
+    """Execute SHFL for the lanes of ``ex``."""
+    m0 = code[pc, O.C_M]
+    k2 = okind[pc, 2]
+    k3 = okind[pc, 3]
+    r1 = oreg[pc, 1]
+    r2 = oreg[pc, 2]
+    r3 = oreg[pc, 3]
+    v2 = oval[pc, 2]
+    v3 = oval[pc, 3]
+    vals = np.zeros((2, 32), np.int64)
+    # pd, d, a, b, c ; m0: 0 IDX, 1 UP, 2 DOWN, 3 BFLY
+    k4, r4, v4 = okind[pc, 4], oreg[pc, 4], oval[pc, 4]
+    pd = 0
+    for l in range(32):
+        vals[0, l] = np.int64(regs[w, r2, l]) if k2 == O.K_REG else v2 & M32
+    for l in range(32):
+        if (ex >> l) & 1:
+            b = (np.int64(regs[w, r3, l]) if k3 == O.K_REG else v3) & 0x1F
+            c = np.int64(regs[w, r4, l]) if k4 == O.K_REG else v4 & M32
+            clamp = c & 0x1F
+            segmask = (c >> 8) & 0x1F
+            min_lane = l & segmask
+            max_lane = min_lane | (clamp & ~segmask)
+            if m0 == 1:
+                j = l - b
+                ok = j >= max_lane
+            elif m0 == 2:
+                j = l + b
+                ok = j <= max_lane
+            elif m0 == 3:
+                j = l ^ b
+                ok = j <= max_lane
+            else:
+                j = min_lane | (b & ~segmask & 0x1F)
+                ok = j <= max_lane
+            if not ok:
+                j = l
+            else:
+                pd |= 1 << l
+            vals[1, l] = vals[0, j & 31]
+    for l in range(32):
+        if (ex >> l) & 1 and r1 != O.RZ_ROW:
+            regs[w, r1, l] = np.uint32(vals[1, l])
+    s0 = oreg[pc, 0]
+    if okind[pc, 0] == O.K_PRED and s0 != O.PT_SLOT:
+        pm[w, s0] = (pm[w, s0] & ~ex & FULL) | (pd & ex)
+    return 0
+
+
+@njit(cache=True)
+def _x_vote(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
+    """Execute VOTE for the lanes of ``ex``."""
+    m0 = code[pc, O.C_M]
+    k0 = okind[pc, 0]
+    r0 = oreg[pc, 0]
+    r2 = oreg[pc, 2]
+    f2 = oflag[pc, 2]
+    # d, pd, pin ; m0 ANY/ALL/EQ — over the lanes that execute (active and guard true)
+    pin = pm[w, r2] if not (f2 & O.F_NOT) else ~pm[w, r2] & FULL
+    act = m
+    ballot = pin & act
+    if m0 == 0:
+        res = ballot != 0
+    elif m0 == 1:
+        res = ballot == act
+    else:
+        res = ballot == 0 or ballot == act
+    if code[pc, O.C_UNIFORM]:
+        wr = FULL if act != 0 else 0
+    else:
+        wr = act
+    if k0 == O.K_REG and r0 != O.RZ_ROW and r0 != O.URZ_ROW:
+        for l in range(32):
+            if (wr >> l) & 1:
+                regs[w, r0, l] = np.uint32(ballot)
+    s1 = oreg[pc, 1]
+    if okind[pc, 1] == O.K_PRED and s1 != O.PT_SLOT and s1 != O.UPT_SLOT:
+        pm[w, s1] = (pm[w, s1] & ~wr & FULL) | ((FULL if res else 0) & wr)
+    return 0
+
+
+@njit(cache=True)
+def _x_redux(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
+    """Execute REDUX for the lanes of ``ex``."""
+    m0 = code[pc, O.C_M]
+    m1 = code[pc, O.C_M + 1]
+    r0 = oreg[pc, 0]
+    r1 = oreg[pc, 1]
+    # d (uniform), a ; m0 SUM/MIN/MAX/AND/OR/XOR, m1 signed
+    acc = 0
+    first = True
+    for l in range(32):
+        if (m >> l) & 1:
+            a = np.int64(regs[w, r1, l])
+            x = s32(a) if m1 else a
+            if first:
+                acc = x
+                first = False
+            elif m0 == 0:
+                acc = (acc + x) & M32
+            elif m0 == 1:
+                acc = x if x < acc else acc
+            elif m0 == 2:
+                acc = x if x > acc else acc
+            elif m0 == 3:
+                acc &= x
+            elif m0 == 4:
+                acc |= x
+            else:
+                acc ^= x
+    if m != 0 and r0 != O.URZ_ROW and r0 != O.RZ_ROW:
+        for l in range(32):
+            regs[w, r0, l] = np.uint32(acc & M32)
+    return 0
+
+
+@njit(cache=True)
+def _x_r2ur(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
+    """Execute R2UR for the lanes of ``ex``."""
+    k1 = okind[pc, 1]
+    r0 = oreg[pc, 0]
+    r1 = oreg[pc, 1]
+    v1 = oval[pc, 1]
+    if m != 0 and r0 != O.URZ_ROW:
+        src = 0
+        for l in range(32):
+            if (m >> l) & 1:
+                src = l
+                break
+        a = np.int64(regs[w, r1, src]) if k1 == O.K_REG else v1 & M32
+        for l in range(32):
+            regs[w, r0, l] = np.uint32(a)
+    return 0
+
+
+@njit(cache=True)
+def _x_ld(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf, sq, sd, g8, g32, alo, ahi, s8, s32_, l8, l32, local_size, rows_na, addrs, cnt, err):
+    """Execute LD/ST/ATOM/LDGSTS for the lanes of ``ex``."""
+    op = code[pc, O.C_OP]
+    m0 = code[pc, O.C_M]
+    m1 = code[pc, O.C_M + 1]
+    m2 = code[pc, O.C_M + 2]
+    m3 = code[pc, O.C_M + 3]
+    m4 = code[pc, O.C_M + 4]
+    k0 = okind[pc, 0]
+    k1 = okind[pc, 1]
+    r0 = oreg[pc, 0]
+    r1 = oreg[pc, 1]
+    v1 = oval[pc, 1]
+    # LD: d, mem ; ST: mem, src ; ATOM: d, pd, mem, a, b ; LDGSTS: mem(shared), mem(global)
+    mk = 2 if op == O.OP_ATOM else (1 if op == O.OP_LD or op == O.OP_LDGSTS else 0)
+    mr, mv, mf = oreg[pc, mk], oval[pc, mk], oflag[pc, mk]
+    space = m0 if op != O.OP_LDGSTS else O.SP_GLOBAL
+    width = m2 if op != O.OP_ATOM else m3
+    uro = (mf >> O.F_UREG_SHIFT) & 0x3FF
+    sc = (mf >> O.F_SCALE_SHIFT) & 0xF
+    nrow = cnt[0] - 1
+    pd = 0
+    for l in range(32):
+        if not (m >> l) & 1:
+            continue
+        if mr == O.RZ_ROW:
+            addr = 0
+        elif mf & O.F_WIDE:
+            addr = np.int64(regs[w, mr, l]) | (np.int64(regs[w, mr + 1, l]) << 32)
+        else:
+            addr = np.int64(regs[w, mr, l])
+        addr = (addr << sc) + mv
+        if uro != 0:
+            ur = uro - 1
+            if space == O.SP_GLOBAL and ur + 1 < O.URZ_SINK and ur != O.URZ_ROW:
+                addr += np.int64(regs[w, ur, l]) | (np.int64(regs[w, ur + 1, l]) << 32)
+            else:
+                addr += np.int64(regs[w, ur, l])
+        if space != O.SP_GLOBAL:
+            addr &= M32
+        t = w * 32 + l
+        na = cnt[1]
+        addrs[na] = np.uint64(addr)
+        cnt[1] = na + 1
+        rows_na[nrow] += 1
+        if addr % (width if width <= 16 else 16) != 0:
+            _mem_fault(err, E_ALIGN, pc, t, addr)
+            return err[0]
+        if space == O.SP_GLOBAL:
+            off = _gofs(addr, width, alo, ahi)
+            if off < 0:
+                _mem_fault(err, E_GLOBAL, pc, t, addr)
+                return err[0]
+            mem8, mem32 = g8, g32
+        elif space == O.SP_SHARED:
+            if addr + width > s8.shape[0]:
+                _mem_fault(err, E_SHARED, pc, t, addr)
+                return err[0]
+            off = addr
+            mem8, mem32 = s8, s32_
+        else:
+            if addr + width > local_size:
+                _mem_fault(err, E_LOCAL, pc, t, addr)
+                return err[0]
+            off = t * local_size + addr
+            mem8, mem32 = l8, l32
+        if op == O.OP_LD:
+            typ = m1
+            if width <= 8:
+                v = _load(mem8, mem32, off, width, typ)
+                if r0 != O.RZ_ROW:
+                    regs[w, r0, l] = np.uint32(v & M32)
+                    if width == 8:
+                        regs[w, r0 + 1, l] = np.uint32((v >> 32) & M32)
+            else:
+                for j in range(4):
+                    if r0 != O.RZ_ROW:
+                        regs[w, r0 + j, l] = mem32[(off >> 2) + j]
+        elif op == O.OP_ST:
+            if width <= 8:
+                if k1 == O.K_REG:
+                    v = np.int64(regs[w, r1, l])
+                    if width == 8:
+                        v |= np.int64(regs[w, r1 + 1, l]) << 32
+                else:
+                    v = v1
+                _store(mem8, mem32, off, width, v)
+            else:
+                for j in range(4):
+                    mem32[(off >> 2) + j] = regs[w, r1 + j, l] if r1 != O.RZ_ROW else np.uint32(0)
+        elif op == O.OP_LDGSTS:
+            # shared destination (operand 0) ← global source (operand 1)
+            sa = (np.int64(regs[w, r0, l]) if r0 != O.RZ_ROW else 0)
+            so = (oflag[pc, 0] >> O.F_UREG_SHIFT) & 0x3FF
+            if so != 0:
+                sa += np.int64(regs[w, so - 1, l])
+            sa = ((sa << ((oflag[pc, 0] >> O.F_SCALE_SHIFT) & 0xF)) + oval[pc, 0]) & M32
+            if sa + width > s8.shape[0] or sa % width != 0:
+                _mem_fault(err, E_SHARED, pc, t, sa)
+                return err[0]
+            for j in range(width // 4):
+                s32_[(sa >> 2) + j] = g32[(off >> 2) + j]
+        else:
+            k3_, r3_, v3_ = okind[pc, 3], oreg[pc, 3], oval[pc, 3]
+            k4_, r4_, v4_ = okind[pc, 4], oreg[pc, 4], oval[pc, 4]
+            if k3_ == O.K_REG:
+                a = np.int64(regs[w, r3_, l])
+                if width == 8:
+                    a |= np.int64(regs[w, r3_ + 1, l]) << 32
+            else:
+                a = v3_ if width == 8 else v3_ & M32
+            if k4_ == O.K_REG:
+                b = np.int64(regs[w, r4_, l])
+                if width == 8:
+                    b |= np.int64(regs[w, r4_ + 1, l]) << 32
+            else:
+                b = v4_ if width == 8 else v4_ & M32
+            old = _load(mem8, mem32, off, width, O.T_U32)
+            new = _atomic(m1, m2, width, old, a, b, su, sf, sq, sd)
+            _store(mem8, mem32, off, width, new)
+            if m1 == 11:
+                # CAST.SPIN: compare-and-store whose result is the success flag (1/0)
+                if old == a:
+                    pd |= 1 << l
+                if r0 != O.RZ_ROW and k0 == O.K_REG:
+                    regs[w, r0, l] = np.uint32(1 if old == a else 0)
+            elif m4 and r0 != O.RZ_ROW and k0 == O.K_REG:
+                regs[w, r0, l] = np.uint32(old & M32)
+                if width == 8:
+                    regs[w, r0 + 1, l] = np.uint32((old >> 32) & M32)
+    if op == O.OP_ATOM and okind[pc, 1] == O.K_PRED:
+        s1 = oreg[pc, 1]
+        if s1 != O.PT_SLOT:
+            pm[w, s1] = (pm[w, s1] & ~m & FULL) | (pd & m)
+    return 0
+
+
+@njit(cache=True)
+def _pick(w, lane_pc, lane_st, lane_wait):
+    """Next lane group of warp ``w``: first release BSYNC/WARPSYNC waits whose lanes have all
+    arrived (or exited), then take the runnable lanes at the lowest PC. Returns (pc, mask); mask is
+    -1 for a deadlock, -2 when the remaining lanes wait on BAR.SYNC, -3 when all have exited."""
+    exited = 0
+    runnable = 0
+    waiting = 0
+    for l in range(32):
+        st = lane_st[w, l]
+        if st == EXITED:
+            exited |= 1 << l
+        elif st == RUN:
+            runnable |= 1 << l
+        elif st == WAITSYNC:
+            waiting |= 1 << l
+    if waiting != 0:
+        for l in range(32):
+            if (waiting >> l) & 1:
+                pc_w = lane_pc[w, l]
+                at = 0
+                for k in range(32):
+                    if (waiting >> k) & 1 and lane_pc[w, k] == pc_w:
+                        at |= 1 << k
+                need = lane_wait[w, l] & ~exited & FULL
+                if (need & ~at) == 0:
+                    for k in range(32):
+                        if (at >> k) & 1:
+                            lane_st[w, k] = RUN
+                            lane_pc[w, k] = pc_w + 1
+                    runnable |= at
+                    waiting &= ~at
+    if runnable == 0:
+        if waiting != 0:
+            return 0, -1
+        for l in range(32):
+            if lane_st[w, l] == WAITBAR:
+                return 0, -2
+        return 0, -3
+    pc = 1 << 40
+    for l in range(32):
+        if (runnable >> l) & 1 and lane_pc[w, l] < pc:
+            pc = lane_pc[w, l]
+    gmask = 0
+    for l in range(32):
+        if (runnable >> l) & 1 and lane_pc[w, l] == pc:
+            gmask |= 1 << l
+    return pc, gmask
+
+
+@njit(cache=True)
+def run_warp(w, code, okind, oreg, oval, oflag, regs, pm, lane_pc, lane_st, lane_wait, bar, grp, ins_addr,
+             block_xyz, grid_xyz, blk, nthreads, g8, g32, alo, ahi, s8, s32_, l8, l32, local_size,
+             cb32, rows_w, rows_i, rows_m, rows_na, addrs, cnt, err, su, sf, sq, sd, row_warp):
+    """Run warp ``w`` of the current block until all its lanes exit (ST_OK), it blocks on BAR.SYNC
+    (ST_BAR), the trace buffers are full (ST_FULL, resumable) or an error (err[0] ≥ 10)."""
+    cx = blk % grid_xyz[0]
+    cy = (blk // grid_xyz[0]) % grid_xyz[1]
+    cz = blk // (grid_xyz[0] * grid_xyz[1])
+    cap_rows = rows_w.shape[0]
+    cap_addr = addrs.shape[0]
+    n_ins = code.shape[0]
+    while True:
+        if grp[w, 1] != 0:     # resume the group a full trace buffer interrupted
+            pc = grp[w, 0]
+            gmask = grp[w, 1]
+            grp[w, 1] = 0
+        else:
+            pc, gmask = _pick(w, lane_pc, lane_st, lane_wait)
+            if gmask < 0:
+                if gmask == -1:
+                    _mem_fault(err, E_DEADLOCK, lane_pc[w, 0], w * 32, 0)
+                    return err[0]
+                return ST_BAR if gmask == -2 else ST_OK
+        # ---- run the group straight until a control instruction ----
+        while True:
+            if pc < 0 or pc >= n_ins:
+                _mem_fault(err, E_RETURN, pc if pc < n_ins else n_ins - 1, w * 32, pc)
+                return err[0]
+            if cnt[0] >= cap_rows or cnt[1] + 64 > cap_addr:
+                grp[w, 0] = pc
+                grp[w, 1] = gmask
+                return ST_FULL
+            op = code[pc, O.C_OP]
+            if op < 0:
+                _mem_fault(err, E_UNSUPPORTED, pc, w * 32, 0)
+                return err[0]
+            g = pm[w, code[pc, O.C_GUARD]]
+            if code[pc, O.C_GINV]:
+                g = ~g & FULL
+            m = gmask & g
+            r = cnt[0]
+            rows_w[r] = row_warp
+            rows_i[r] = pc
+            rows_m[r] = np.uint32(m)
+            rows_na[r] = 0
+            cnt[0] = r + 1
+            ex = m
+            if code[pc, O.C_UNIFORM]:
+                ex = FULL if g == FULL or (g & gmask) != 0 else 0
+            # operands the control instructions below read (the other operations decode their own)
+            m0 = code[pc, O.C_M]
+            k0, k1 = okind[pc, 0], okind[pc, 1]
+            r0, r1 = oreg[pc, 0], oreg[pc, 1]
+            v1 = oval[pc, 1]
+            nxt = pc + 1
+
+            if op == O.OP_MOV:
+                st = _x_mov(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
+                if st != 0:
+                    return st
+            elif op == O.OP_IADD3:
+                st = _x_iadd3(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
+                if st != 0:
+                    return st
+            elif op == O.OP_VIADD:
+                st = _x_viadd(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
+                if st != 0:
+                    return st
+            elif op == O.OP_IMAD:
+                st = _x_imad(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
+                if st != 0:
+                    return st
+            elif op == O.OP_LEA:
+                st = _x_lea(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
+                if st != 0:
+                    return st
+            elif op == O.OP_LOP3:
+                st = _x_lop3(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
+                if st != 0:
+                    return st
+            elif op == O.OP_PLOP3:
+                st = _x_plop3(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
+                if st != 0:
+                    return st
+            elif op == O.OP_SHF:
+                st = _x_shf(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
+                if st != 0:
+                    return st
+            elif op == O.OP_IMNMX:
+                st = _x_imnmx(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
+                if st != 0:
+                    return st
+            elif op == O.OP_POPC or op == O.OP_FLO or op == O.OP_BREV or op == O.OP_IABS:
+                st = _x_popc(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
+                if st != 0:
+                    return st
+            elif op == O.OP_BMSK or op == O.OP_SGXT:
+                st = _x_bmsk(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
+                if st != 0:
+                    return st
+            elif op == O.OP_HMMA:
+                _x_hmma(pc, w, code, oreg, regs, su, sf)
+            elif op == O.OP_PRMT:
+                st = _x_prmt(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
+                if st != 0:
+                    return st
+            elif op == O.OP_SEL or op == O.OP_FSEL:
+                st = _x_sel(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
+                if st != 0:
+                    return st
+            elif op == O.OP_ISETP or op == O.OP_FSETP or op == O.OP_DSETP:
+                st = _x_isetp(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf, sq, sd)
+                if st != 0:
+                    return st
+            elif op == O.OP_P2R:
+                st = _x_p2r(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
+                if st != 0:
+                    return st
+            elif op == O.OP_R2P:
+                st = _x_r2p(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
+                if st != 0:
+                    return st
+            elif op == O.OP_FADD or op == O.OP_FMUL or op == O.OP_FFMA:
+                st = _x_fadd(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf)
+                if st != 0:
+                    return st
+            elif op == O.OP_FMNMX:
+                st = _x_fmnmx(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf)
+                if st != 0:
+                    return st
+            elif op == O.OP_MUFU:
+                st = _x_mufu(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf, sq, sd)
+                if st != 0:
+                    return st
+            elif op == O.OP_FCHK:
+                st = _x_fchk(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
+                if st != 0:
+                    return st
+            elif op == O.OP_F2F or op == O.OP_I2F or op == O.OP_F2I or op == O.OP_FRND:
+                st = _x_f2f(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf, sq, sd)
+                if st != 0:
+                    return st
+            elif op == O.OP_DADD or op == O.OP_DMUL or op == O.OP_DFMA or op == O.OP_DMNMX:
+                st = _x_dadd(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, sq, sd)
+                if st != 0:
+                    return st
+            elif op == O.OP_HADD2 or op == O.OP_HMUL2 or op == O.OP_HFMA2:
+                st = _x_hadd2(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf)
+                if st != 0:
+                    return st
+            elif op == O.OP_S2R or op == O.OP_CS2R:
+                st = _x_s2r(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, block_xyz, cx, cy, cz, cnt)
+                if st != 0:
+                    return st
+            elif op == O.OP_LDC:
+                st = _x_ldc(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, cb32, err)
+                if st != 0:
+                    return st
+            elif op == O.OP_SHFL:
+                st = _x_shfl(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
+                if st != 0:
+                    return st
+            elif op == O.OP_VOTE:
+                st = _x_vote(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
+                if st != 0:
+                    return st
+            elif op == O.OP_REDUX:
+                st = _x_redux(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
+                if st != 0:
+                    return st
+            elif op == O.OP_R2UR:
+                st = _x_r2ur(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
+                if st != 0:
+                    return st
+            elif op == O.OP_LD or op == O.OP_ST or op == O.OP_ATOM or op == O.OP_LDGSTS:
+                st = _x_ld(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf, sq, sd, g8, g32, alo, ahi, s8, s32_, l8, l32, local_size, rows_na, addrs, cnt, err)
+                if st != 0:
+                    return st
+            elif op == O.OP_NOP:
+                pass
+            elif op == O.OP_BSSY:
+                bar[w, oval[pc, 0] & 15] = m
+            elif op == O.OP_BMOV:
+                # BMOV.32 Bx, R (restore a convergence barrier) / BMOV.32[.CLEAR] R, Bx (save it)
+                if k0 == O.K_BAR:
+                    lead = 0
+                    for l in range(32):
+                        if (m >> l) & 1:
+                            lead = l
+                            break
+                    if m != 0:
+                        bar[w, oval[pc, 0] & 15] = (np.int64(regs[w, r1, lead]) if k1 == O.K_REG else v1) & FULL
+                else:
+                    bi = oval[pc, 1] & 15
+                    if r0 != O.RZ_ROW:
+                        for l in range(32):
+                            if (m >> l) & 1:
+                                regs[w, r0, l] = np.uint32(bar[w, bi])
+                    if m0 and m != 0:
+                        bar[w, bi] = 0
+            elif op == O.OP_BREAK:
+                bar[w, oval[pc, 0] & 15] &= ~m & FULL
+            else:
+                # instructions that end the straight run: update lane PCs, then reschedule
+                if op == O.OP_BRA:
+                    tgt = code[pc, O.C_TARGET]
+                    if m0 == 1:
+                        # BRA.DIV mask: taken by all lanes when some lane of mask is not in the group
+                        alive = 0
+                        for l in range(32):
+                            if lane_st[w, l] != EXITED:
+                                alive |= 1 << l
+                        want = (np.int64(regs[w, r0, 0]) if k0 == O.K_REG else oval[pc, 0]) & FULL
+                        if oflag[pc, 0] & O.F_NOT:
+                            want = ~want & FULL
+                        m = m if (want & alive & ~gmask) != 0 else 0
+                    for l in range(32):
+                        if (gmask >> l) & 1:
+                            lane_pc[w, l] = tgt if (m >> l) & 1 else nxt
+                elif op == O.OP_EXIT:
+                    for l in range(32):
+                        if (gmask >> l) & 1:
+                            if (m >> l) & 1:
+                                lane_st[w, l] = EXITED
+                            else:
+                                lane_pc[w, l] = nxt
+                elif op == O.OP_BSYNC or op == O.OP_WARPSYNC:
+                    if op == O.OP_BSYNC:
+                        need = bar[w, oval[pc, 0] & 15]
+                    elif m0:
+                        need = FULL
+                    else:
+                        lead = 0
+                        for l in range(32):
+                            if (gmask >> l) & 1:
+                                lead = l
+                                break
+                        need = (np.int64(regs[w, r0, lead]) if k0 == O.K_REG else oval[pc, 0]) & FULL
+                    for l in range(32):
+                        if (gmask >> l) & 1:
+                            lane_pc[w, l] = pc
+                            if (m >> l) & 1 and (need >> l) & 1:
+                                lane_st[w, l] = WAITSYNC
+                                lane_wait[w, l] = need
+                            else:
+                                lane_pc[w, l] = nxt
+                elif op == O.OP_BAR:
+                    for l in range(32):
+                        if (gmask >> l) & 1:
+                            lane_pc[w, l] = nxt
+                            if (m >> l) & 1:
+                                lane_st[w, l] = WAITBAR
+                elif op == O.OP_CALL:
+                    tgt = code[pc, O.C_TARGET]
+                    for l in range(32):
+                        if (gmask >> l) & 1:
+                            if (m >> l) & 1:
+                                lane_pc[w, l] = tgt
+                            else:
+                                lane_pc[w, l] = nxt
+                elif op == O.OP_RET:
+                    # RET.REL R: the register holds the return byte address; map it to an index
+                    for l in range(32):
+                        if (gmask >> l) & 1:
+                            if (m >> l) & 1:
+                                ra = np.int64(regs[w, r0, l])
+                                idx = -1
+                                for j in range(ins_addr.shape[0]):
+                                    if ins_addr[j] == ra:
+                                        idx = j
+                                        break
+                                if idx < 0:
+                                    _mem_fault(err, E_RETURN, pc, w * 32 + l, ra)
+                                    return err[0]
+                                lane_pc[w, l] = idx
+                            else:
+                                lane_pc[w, l] = nxt
+                else:
+                    _mem_fault(err, E_UNSUPPORTED, pc, w * 32, 0)
+                    return err[0]
+                break
+            pc = nxt
+
+
+@njit(cache=True)
+def run_blocks(code, okind, oreg, oval, oflag, ins_addr, grid_xyz, block_xyz, nblocks, g8, g32, alo, ahi,
+               s8, s32_, l8, l32, local_size, cb32, regs, pm, lane_pc, lane_st, lane_wait, bar, grp, wstat,
+               sched, rows_w, rows_i, rows_m, rows_na, addrs, cnt, err):
+    """Run blocks ``sched[0]…nblocks-1`` (one after another; warps of a block round-robin between
+    BAR.SYNC barriers). Returns ST_OK when done, ST_FULL when a trace buffer filled (grow and call
+    again: all state lives in the arguments) or an error code (details in ``err``)."""
+    nthreads = block_xyz[0] * block_xyz[1] * block_xyz[2]
+    nw = (nthreads + 31) // 32
+    su = np.zeros(1, np.uint32)
+    sf = su.view(np.float32)
+    sq = np.zeros(1, np.int64)
+    sd = sq.view(np.float64)
+    while sched[0] < nblocks:
+        blk = sched[0]
+        if sched[1] == 0:    # start the block: fresh predicates, lanes, barriers, shared memory
+            for w in range(nw):
+                for s in range(pm.shape[1]):
+                    pm[w, s] = 0
+                pm[w, O.PT_SLOT] = FULL
+                pm[w, O.UPT_SLOT] = FULL
+                for l in range(32):
+                    lane_pc[w, l] = 0
+                    lane_st[w, l] = RUN if w * 32 + l < nthreads else EXITED
+                    lane_wait[w, l] = 0
+                for b in range(16):
+                    bar[w, b] = 0
+                grp[w, 1] = 0
+                wstat[w] = 0
+            s8[:] = 0
+            sched[1] = 1
+        while True:
+            for w in range(nw):
+                if wstat[w] != 0:
+                    continue
+                st = run_warp(w, code, okind, oreg, oval, oflag, regs, pm, lane_pc, lane_st, lane_wait, bar,
+                              grp, ins_addr, block_xyz, grid_xyz, blk, nthreads, g8, g32, alo, ahi, s8, s32_,
+                              l8, l32, local_size, cb32, rows_w, rows_i, rows_m, rows_na, addrs, cnt, err,
+                              su, sf, sq, sd, blk * nw + w)
+                if st == ST_FULL or st >= 10:
+                    return st
+                wstat[w] = 2 if st == ST_OK else 1
+            waiting = False
+            for w in range(nw):
+                if wstat[w] == 1:
+                    waiting = True
+            if not waiting:
+                break
+            for w in range(nw):     # every live thread reached BAR.SYNC: release the barrier
+                if wstat[w] == 1:
+                    wstat[w] = 0
+                    for l in range(32):
+                        if lane_st[w, l] == WAITBAR:
+                            lane_st[w, l] = RUN
+        sched[0] = blk + 1
+        sched[1] = 0
+    return ST_OK
