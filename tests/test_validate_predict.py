@@ -25,6 +25,11 @@ DATA = Path(__file__).parent / "data" / "validation"
 def predictor():
     if shutil.which("nvcc") is None:
         pytest.skip("nvcc not installed")
+    from teg.sass.binaries import ToolNotFoundError, find_tool
+    try:
+        find_tool("cuobjdump")
+    except ToolNotFoundError:
+        pytest.skip("cuobjdump not installed (pip install teg[cuda])")
     try:
         from teg.emu.launch import emulate  # noqa: F401
         from teg.engine import Options, lower, occupancy, run  # noqa: F401
