@@ -12,7 +12,7 @@ from teg.engine import Options, lower, run
 from teg.machine import load as load_machine
 from teg.trace import KernelInfo, KernelTrace
 from teg.trace.model import MAX_TRACE_DST, MAX_TRACE_SRC
-from test_engine_properties import check_monotone
+from test_engine_properties import check_monotone, check_replay
 
 OPS = {
     "sm_90": [("FFMA", 0), ("IADD3", 0), ("MUFU.EX2", 0), ("LDS", 4), ("LDS.128", 16), ("STS", 4),
@@ -92,3 +92,14 @@ def test_breakdown_sums_and_runs_repeat(case):
 def test_removing_a_mechanism_never_adds_cycles(case):
     machine, kt = case
     check_monotone(lower(None, kt, MACHINES[machine], Options()))
+
+
+@SETTINGS
+@given(st.sampled_from(sorted(OPS)).flatmap(lambda m: st.tuples(
+    st.just(m), traces(m, max_warps=4), st.sampled_from([None, 2, 4, 8]), st.sampled_from(["gto", "lrr"]))))
+def test_replay_what_ifs_never_add_cycles(case):
+    """Through lower(): up to 4 trace warps, optionally run as 2-8 concurrent warps on one SM
+    (sweep mode) so that they share a scheduler (GT200 has one, sm_90 four), its units, the
+    memory pipeline, L1/L2 and the DRAM channels."""
+    machine, kt, warps, policy = case
+    check_replay(lower(None, kt, MACHINES[machine], Options(policy=policy, warps=warps)))

@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 from teg.engine.codes import CAUSE_NAMES
-from teg.engine.input import EngineInput, make_input
+from teg.engine.input import EngineInput, make_input, with_record_order, with_replay, with_switches
 from teg.engine.lower import LoweringError, classify_all, lower
 from teg.engine.occupancy import Occupancy, OccupancyError, occupancy
 from teg.engine.options import MECHANISMS, Options, OptionsError
@@ -25,5 +25,6 @@ def estimate(sass=None, trace=None, machine=None, options: Options | None = None
 
 
 __all__ = ["lower", "run", "estimate", "Options", "MECHANISMS", "EngineInput", "make_input", "Result",
-           "CAUSE_NAMES", "LoweringError", "EngineError", "OptionsError", "occupancy", "Occupancy",
+           "CAUSE_NAMES", "with_switches", "with_replay", "with_record_order", "LoweringError", "EngineError",
+           "OptionsError", "occupancy", "Occupancy",
            "OccupancyError", "classify_all", "Inputs", "load_inputs"]

@@ -18,6 +18,12 @@ skipped cycle is charged to the binding constraint of that warp (split at the pr
 conflict-free/queue-free time into the dependency class and the mechanism that delayed it), so
 the stall breakdown sums to the total cycles. No Python objects, no randomness: identical inputs
 give identical results.
+
+Schedule-preserving replay (``order_in``, docs/model.md §5): the same loop, but only the order's
+next row may issue — when a scheduler's policy picks another warp, the order's row issues instead
+if it is eligible, else nothing does (a scheduler whose eligible warps are not next waits for the
+order). Resources are allocated at issue, so in the order's sequence; replaying a run's own
+recorded order (``order_out``) retraces that run step by step.
 """
 
 from __future__ import annotations
@@ -75,10 +81,13 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
              u_occ, u_count, u_per_sm,
              r_sidx, r_wave, r_wave_min, r_tx_start, r_tx_min, r_tx_min_bytes, tx_addr, tx_bytes, tx_chan,
              c_start, c_end, c_block, b_ctx_start, sm_blocks_start, sm_blocks, ipar, fpar,
-             stall_out, pc_count, pc_wait, counters, timeline, sm_end):
+             stall_out, pc_count, pc_wait, counters, timeline, sm_end, order_in, order_out):
     """Run the timing model; fills the output arrays and returns ``(status, total_cycles)``.
     status 0 = done, 1 = deadlock (warps wait forever, e.g. at a barrier), 2 = a block does not
-    fit in the SM's warp slots."""
+    fit in the SM's warp slots, 3 = the replay order names a row whose warp is not resident then.
+
+    ``order_in`` (non-empty: replay) is the global issue order to follow, ``order_out`` (non-empty:
+    record) receives this run's issue order; both hold dynamic row indexes."""
     n_sms = ipar[I_SMS]
     S = ipar[I_SCHED]
     spsm = ipar[I_SLOTS]
@@ -104,6 +113,9 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
     pipe_slots = ipar[I_PIPE_SLOTS]
     pipe_limited = pipe_slots > 0
     record = ipar[I_TIMELINE] != 0
+    rec_order = order_out.shape[0] > 0
+    replay = order_in.shape[0] > 0
+    n_order = order_in.shape[0]
     issue_interval = fpar[F_ISSUE_INTERVAL]
     l1_lat, l2_lat, dram_lat = fpar[F_L1_LAT], fpar[F_L2_LAT], fpar[F_DRAM_LAT]
     spb = fpar[F_SERVICE_PER_BYTE]
@@ -284,6 +296,51 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
             sched_c2[g] = sl_c2[slot]
             sched_split[g] = sl_split[slot]
 
+    # ---- schedule-preserving replay: the context of every row, the order's next event
+    r_ctx = np.zeros(r_sidx.shape[0] if replay else 0, np.int64)
+    if replay:
+        for c in range(C):
+            for rr in range(c_start[c], c_end[c]):
+                r_ctx[rr] = c
+    rp_ptr = 0
+    rp_slot = -1
+    rp_g = -1
+    parked = np.zeros(G, np.bool_)      # scheduler waits for the order (sched_next is no bound)
+
+    def replay_next(ptr, now):
+        """Make the order's event ``ptr`` the one that may issue next; a scheduler parked while
+        waiting for the order is scanned again from ``now`` (next cycle when this sweep has passed
+        it). Returns the event's slot, or -1 when its warp is not resident at that row."""
+        row = order_in[ptr]
+        c = r_ctx[row]
+        slot = ctx_slot[c]
+        if slot < 0 or sl_ctx[slot] != c or sl_row[slot] != row:
+            return -1
+        g = sl_g[slot]
+        if parked[g]:
+            parked[g] = False
+            sched_next[g] = now
+        return slot
+
+    def replay_ready(slot, sm):
+        """Earliest cycle the slot's instruction may issue (t_dep, unit copy, memory-pipeline slot)
+        and the binding shared resource (0: t_dep binds)."""
+        r = sl_tdep[slot]
+        bind = 0
+        if sw_units:
+            off = sl_uoff[slot]
+            m = uf[off]
+            for cc in range(1, sl_ucnt[slot]):
+                if uf[off + cc] < m:
+                    m = uf[off + cc]
+            if m > r:
+                r = m
+                bind = UNIT_BUSY
+        if sl_gmem[slot] and heap[sm_pipe[sm], 0] > r:
+            r = heap[sm_pipe[sm], 0]
+            bind = MEM_PIPE
+        return r, bind
+
     def release(blk, rel):
         """All warps of ``blk`` have arrived at the barrier: they may go on at ``rel``."""
         blk_arrived[blk] = 0
@@ -336,6 +393,12 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                 g2 = sl_g[slot]
                 sch_list[g2, sch_n[g2]] = slot
                 sch_n[g2] += 1
+
+    if replay:
+        rp_slot = replay_next(0, t)
+        if rp_slot < 0:
+            return 3, 0
+        rp_g = sl_g[rp_slot]
 
     while finished < C:
         counters[C_STEPS] += 1
@@ -438,6 +501,25 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                         mc1 = bind
                         mc2 = bind
                         msp = r
+            if replay:
+                # schedule-preserving replay: only the order's next event may issue
+                if g != rp_g:
+                    if best >= 0:       # eligible warps, none of them next: wait for the order
+                        sched_next[g] = INF
+                        parked[g] = True
+                        continue
+                elif best >= 0 and best != rp_slot:
+                    r, bind = replay_ready(rp_slot, sm)
+                    if r <= t:
+                        others_ready = True     # the scan's choice is eligible too
+                        best = rp_slot
+                        best_k = sl_k[rp_slot]
+                    else:
+                        sched_next[g] = r
+                        sched_c1[g] = sl_c1[rp_slot] if bind == 0 else bind
+                        sched_c2[g] = sl_c2[rp_slot] if bind == 0 else bind
+                        sched_split[g] = sl_split[rp_slot] if bind == 0 else r
+                        continue
             if best < 0:
                 sched_next[g] = minr
                 sched_c1[g] = mc1
@@ -458,6 +540,8 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
             pc_wait[s] += t - sl_since[slot]
             if record:
                 timeline[row] = t
+            if rec_order:
+                order_out[counters[C_INSTR] - 1] = row
             lat_m = s_lat_multi[s]
             sched_free[g] = t + max(issue_interval, lat_m)
             mem = s_mem[s]
@@ -725,6 +809,13 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                 sched_c1[g] = n1
                 sched_c2[g] = n2
                 sched_split[g] = nsp
+            if replay:
+                rp_ptr += 1
+                if rp_ptr < n_order:
+                    rp_slot = replay_next(rp_ptr, t)
+                    if rp_slot < 0:
+                        return 3, int(t)
+                    rp_g = sl_g[rp_slot]
 
         if finished >= C:
             break

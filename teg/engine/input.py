@@ -10,6 +10,9 @@ Three tables:
 * warp contexts / blocks: the rows of each simulated warp, its block, the SM each block runs on
   (``sm_blocks`` lists each SM's blocks in launch order).
 
+``replay_order`` (optional) is a global issue order to replay instead of scheduling freely
+(docs/model.md §5: a baseline run with ``record_order`` gives it in ``Result.order``).
+
 Machine and option scalars live in ``ipar`` (int64) and ``fpar`` (float64), indexed by the
 ``I_*`` / ``F_*`` constants below.
 """
@@ -27,7 +30,8 @@ I_SW_DEPS, I_SW_UNITS, I_SW_SAME, I_SW_BAR = 12, 13, 14, 15
 I_L1_SETS, I_L1_ASSOC, I_L1_LINE, I_L1_SECTOR = 16, 17, 18, 19
 I_L2_SETS, I_L2_ASSOC, I_L2_LINE, I_L2_SECTOR = 20, 21, 22, 23
 I_CHANNELS, I_SMS_PER_PIPE, I_PIPE_SLOTS, I_TIMELINE, I_WARP_SIZE = 24, 25, 26, 27, 28
-NUM_IPAR = 29
+I_RECORD_ORDER = 29
+NUM_IPAR = 30
 # ---- fpar indexes
 F_ISSUE_INTERVAL, F_L1_LAT, F_L2_LAT, F_DRAM_LAT, F_SERVICE_PER_BYTE = 0, 1, 2, 3, 4
 F_WAVEFRONT_CYCLES, F_RBAR_LAT, F_LAUNCH_LAT = 5, 6, 7
@@ -84,6 +88,8 @@ class EngineInput:
     sm_blocks: np.ndarray       # int32 block ids per SM in launch order
     ipar: np.ndarray            # int64 [NUM_IPAR]
     fpar: np.ndarray            # float64 [NUM_FPAR]
+    # schedule-preserving replay: dynamic rows in the order to issue them (None = free scheduling)
+    replay_order: np.ndarray | None = None
     # descriptive (not used by the loop)
     meta: dict = field(default_factory=dict)
 
@@ -103,7 +109,8 @@ def make_input(*, lat_exec, lat_multi, lat_same, unit=None, dst=None, src=None, 
                blocks_sm=None, issue_interval=1.0, policy="gto", dependency_model="scoreboard",
                switches=None, l1=None, l2=None, dram_latency=400.0, channels=1,
                service_per_byte=0.0, sms_per_pipeline=1, pipe_slots=0, wavefront_cycles=0.0,
-               rbar_latency=1.0, launch_latency=0.0, record_timeline=True, meta=None) -> EngineInput:
+               rbar_latency=1.0, launch_latency=0.0, record_timeline=True, record_order=False,
+               meta=None) -> EngineInput:
     """Build an :class:`EngineInput` by hand (tests, synthetic experiments).
 
     ``lat_*``, ``unit``, ``dst``/``src`` (lists of register-id lists) … describe the static
@@ -166,6 +173,7 @@ def make_input(*, lat_exec, lat_multi, lat_same, unit=None, dst=None, src=None, 
             ipar[base:base + 4] = geo[:4]
     ipar[I_CHANNELS], ipar[I_SMS_PER_PIPE], ipar[I_PIPE_SLOTS] = channels, sms_per_pipeline, pipe_slots
     ipar[I_TIMELINE], ipar[I_WARP_SIZE] = int(record_timeline), 32
+    ipar[I_RECORD_ORDER] = int(record_order)
     fpar[F_ISSUE_INTERVAL] = issue_interval
     fpar[F_L1_LAT] = l1[4] if l1 is not None else 0.0
     fpar[F_L2_LAT] = l2[4] if l2 is not None else 0.0
@@ -204,4 +212,22 @@ def with_switches(inp: EngineInput, **switches: bool) -> EngineInput:
         if name not in SWITCH_INDEX:
             raise KeyError(f"unknown mechanism {name!r}")
         ipar[SWITCH_INDEX[name]] = int(bool(on))
+    return replace(inp, ipar=ipar)
+
+
+def with_replay(inp: EngineInput, order) -> EngineInput:
+    """A shallow copy of ``inp`` that replays the issue order ``order`` (``Result.order`` of a run
+    with ``record_order``; ``None`` = schedule freely again). :func:`teg.engine.run` checks that it
+    is a permutation of the rows keeping each warp's rows in program order."""
+    from dataclasses import replace
+
+    return replace(inp, replay_order=None if order is None else np.ascontiguousarray(order, np.int64))
+
+
+def with_record_order(inp: EngineInput, on: bool = True) -> EngineInput:
+    """A shallow copy of ``inp`` whose run records its global issue order (``Result.order``)."""
+    from dataclasses import replace
+
+    ipar = inp.ipar.copy()
+    ipar[I_RECORD_ORDER] = int(bool(on))
     return replace(inp, ipar=ipar)

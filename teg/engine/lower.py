@@ -35,8 +35,8 @@ from teg.engine.input import (DEPMODEL_CODES, F_DRAM_LAT, F_ISSUE_INTERVAL, F_L1
                               I_CHANNELS, I_DEPMODEL, I_L1_SETS, I_L2_SETS, I_PIPE_SLOTS, I_POLICY,
                               I_RESIDENT, I_SCHED, I_SLOTS, I_SMS, I_SMS_PER_PIPE, I_SW_BANK,
                               I_SW_BAR, I_SW_BW, I_SW_COAL, I_SW_DEPS, I_SW_L1, I_SW_L2, I_SW_SAME,
-                              I_SW_SKEW, I_SW_UNITS, I_TIMELINE, I_WARP_SIZE, NUM_FPAR, NUM_IPAR,
-                              POLICY_CODES, EngineInput)
+                              I_SW_SKEW, I_SW_UNITS, I_TIMELINE, I_RECORD_ORDER, I_WARP_SIZE, NUM_FPAR,
+                              NUM_IPAR, POLICY_CODES, EngineInput)
 from teg.engine.occupancy import occupancy
 from teg.engine.options import Options
 from teg.machine.model import Machine, OpInfo
@@ -402,6 +402,7 @@ def lower(program, kernel_trace, machine: Machine, options: Options | None = Non
     ipar[I_SMS_PER_PIPE] = max(1, min(gm.sms_per_pipeline, busy))
     ipar[I_PIPE_SLOTS] = int(gm.max_outstanding)
     ipar[I_TIMELINE] = int(options.record_timeline)
+    ipar[I_RECORD_ORDER] = int(options.record_order)
     ipar[I_WARP_SIZE] = machine.warp_size
     fpar[F_ISSUE_INTERVAL] = machine.issue_interval
     fpar[F_DRAM_LAT] = gm.dram_latency

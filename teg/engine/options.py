@@ -61,7 +61,9 @@ class Options:
     concurrent warps on one SM, each running one trace warp's stream), ``blocks`` (sweep mode:
     exactly this many blocks resident together on one SM), ``blocks_per_sm`` (resident
     blocks per SM instead of the occupancy calculation), ``unknown`` (``error`` or ``alu`` for
-    opcodes the machine table does not know), ``record_timeline`` (issue cycle of every row)."""
+    opcodes the machine table does not know), ``record_timeline`` (issue cycle of every row),
+    ``record_order`` (the global issue order, ``Result.order``, that a replay run can follow:
+    :func:`teg.engine.input.with_replay`)."""
 
     bank_conflicts: bool = True
     coalescing: bool = True
@@ -81,6 +83,7 @@ class Options:
     blocks_per_sm: int | None = None
     unknown: str = "error"
     record_timeline: bool = False
+    record_order: bool = False
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:

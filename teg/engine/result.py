@@ -17,7 +17,8 @@ class Result:
     ``stalls`` maps every cause name (:data:`teg.engine.codes.CAUSE_NAMES`) to cycles; they sum to
     ``cycles``. ``pc_count`` / ``pc_wait`` are per static instruction (executions; cycles between
     becoming a warp's next instruction and issuing). ``timeline`` holds the issue cycle of every
-    dynamic row when the run recorded it."""
+    dynamic row when the run recorded it; ``order`` the dynamic rows in issue order (cycle, then
+    scheduler index) when the run recorded it (``record_order``) — the input of a replay run."""
 
     cycles: int
     instructions: int
@@ -28,6 +29,7 @@ class Result:
     sm_cycles: np.ndarray
     timeline: np.ndarray | None = None
     meta: dict = field(default_factory=dict)
+    order: np.ndarray | None = None
 
     @property
     def ipc(self) -> float:
@@ -74,11 +76,11 @@ class Result:
 
 
 def make_result(cycles: int, stall: np.ndarray, counters: np.ndarray, pc_count, pc_wait, sm_end,
-                timeline, meta: dict) -> Result:
+                timeline, meta: dict, order: np.ndarray | None = None) -> Result:
     return Result(
         cycles=int(cycles),
         instructions=int(counters[0]),
         stalls={name: int(stall[i]) for i, name in enumerate(CAUSE_NAMES)},
         counters={name: int(counters[i]) for i, name in enumerate(COUNTER_NAMES)},
         pc_count=pc_count, pc_wait=pc_wait, sm_cycles=sm_end.astype(np.int64),
-        timeline=timeline, meta=meta)
+        timeline=timeline, meta=meta, order=order)

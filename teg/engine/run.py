@@ -7,7 +7,7 @@ import numpy as np
 from teg import TegError
 from teg.engine.codes import COUNTER_NAMES, NUM_CAUSES
 from teg.engine.core import simulate
-from teg.engine.input import I_SMS, I_TIMELINE, EngineInput
+from teg.engine.input import I_RECORD_ORDER, I_SMS, I_TIMELINE, EngineInput
 from teg.engine.result import Result, make_result
 
 
@@ -26,6 +26,8 @@ def run(inp: EngineInput) -> Result:
     sm_end = np.zeros(int(inp.ipar[I_SMS]), np.float64)
     if inp.c_start.shape[0] == 0:
         raise EngineError("nothing to simulate: no warp has instructions")
+    order_in = _checked_order(inp)
+    order_out = np.zeros(inp.num_rows if inp.ipar[I_RECORD_ORDER] else 0, np.int64)
     status, cycles = simulate(
         inp.s_unit, inp.s_occ, inp.s_lat_exec, inp.s_lat_multi, inp.s_lat_same, inp.s_mem, inp.s_mem_lat,
         inp.s_store, inp.s_barrier, inp.s_depcause, inp.s_dst, inp.s_src, inp.s_ctrl, inp.s_stall,
@@ -34,11 +36,36 @@ def run(inp: EngineInput) -> Result:
         inp.r_sidx, inp.r_wave, inp.r_wave_min, inp.r_tx_start, inp.r_tx_min, inp.r_tx_min_bytes,
         inp.tx_addr, inp.tx_bytes, inp.tx_chan,
         inp.c_start, inp.c_end, inp.c_block, inp.b_ctx_start, inp.sm_blocks_start, inp.sm_blocks,
-        inp.ipar, inp.fpar, stall, pc_count, pc_wait, counters, timeline, sm_end)
+        inp.ipar, inp.fpar, stall, pc_count, pc_wait, counters, timeline, sm_end, order_in, order_out)
     if status == 1:
         raise EngineError(f"{inp.meta.get('kernel', 'kernel')}: deadlock at cycle {cycles}: warps wait "
                           "forever (a barrier that not every warp of the block reaches?)")
     if status == 2:
         raise EngineError(f"{inp.meta.get('kernel', 'kernel')}: a block needs more warp slots than the SM has")
+    if status == 3:
+        raise EngineError(f"{inp.meta.get('kernel', 'kernel')}: replay order infeasible at cycle {cycles}: "
+                          "it names a row whose warp is not resident yet (an order from another configuration?)")
     return make_result(cycles, stall, counters, pc_count, pc_wait.astype(np.int64), sm_end,
-                       timeline.astype(np.int64) if record else None, dict(inp.meta))
+                       timeline.astype(np.int64) if record else None, dict(inp.meta),
+                       order_out if order_out.shape[0] else None)
+
+
+def _checked_order(inp: EngineInput) -> np.ndarray:
+    """The replay order as int64 rows (empty: schedule freely). It must hold every row once and
+    each warp's rows in program order; otherwise :class:`EngineError`."""
+    order = inp.replay_order
+    if order is None:
+        return np.zeros(0, np.int64)
+    order = np.ascontiguousarray(order, np.int64)
+    n = inp.num_rows
+    if order.shape != (n,) or not np.array_equal(np.sort(order), np.arange(n)):
+        raise EngineError(f"replay order: expected a permutation of the {n} rows, got {order.shape[0]} entries")
+    pos = np.empty(n, np.int64)
+    pos[order] = np.arange(n)
+    lens = inp.c_end - inp.c_start
+    inner = np.ones(n, bool)                  # row i and i+1 belong to the same warp context
+    inner[(inp.c_end - 1)[lens > 0]] = False
+    if np.any((np.diff(pos) <= 0) & inner[:-1]):
+        bad = int(np.nonzero((np.diff(pos) <= 0) & inner[:-1])[0][0])
+        raise EngineError(f"replay order: row {bad + 1} comes before row {bad} of the same warp")
+    return order

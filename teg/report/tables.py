@@ -49,12 +49,14 @@ def result_text(r: Result, top_pcs: int = 10) -> str:
 
 
 def whatif_text(rows) -> str:
-    body = [[r.mechanism, r.description, str(r.cycles), str(r.saved), f"{r.speedup:.3f}" + (" !" if r.anomaly else "")]
-            for r in rows]
-    out = _table(["mechanism", "removed", "cycles", "saved", "speedup"], body, "llrrr")
+    body = [[r.mechanism, r.description, str(r.cycles), str(r.saved), f"{r.speedup:.3f}" + (" !" if r.anomaly else ""),
+             r.schedule] for r in rows]
+    out = _table(["mechanism", "removed", "cycles", "saved", "speedup", "schedule"], body, "llrrrl")
+    out += ("\nschedule: free = re-simulated with the mechanism removed, replay = the baseline's issue order"
+            " replayed; the better of the two (docs/model.md, \"what a what-if means\")")
     if any(r.anomaly for r in rows):
-        out += ("\n! removing this mechanism made the estimate slower: a scheduling anomaly (another issue order),"
-                " see docs/model.md")
+        out += ("\n! slower than the baseline: the balanced channel spread is a different assignment than the"
+                " address pattern's, not a removed delay (docs/model.md)")
     return out
 
 
