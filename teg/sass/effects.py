@@ -198,6 +198,7 @@ class Effects:
     branch: bool = False                  # its last immediate/label operand is a branch target
 
     plain: bool = False                   # one destination, operands as wide as printed (set below)
+    narrow: bool = False                  # every operand as wide as printed, any destinations (set below)
     address64: bool = False               # .E: global/generic address registers are 64-bit pairs
 
 
@@ -231,10 +232,13 @@ def _memory_effects(base: str, mods: tuple[str, ...], sig: tuple[str, ...]) -> E
 def effects_of(opcode: str) -> Effects:
     """The :class:`Effects` of a full opcode text (``"LDG.E.128.CONSTANT"``). ``plain`` marks the
     common case — one destination and every operand exactly as wide as printed — for which the
-    written registers are the first operand's and the read ones all the others'."""
+    written registers are the first operand's and the read ones all the others'; ``narrow`` marks
+    every operand exactly as wide as printed, whatever the destinations."""
     eff = _effects(opcode)
-    plain = eff.dst_sig == ("d",) and eff.dst_wide == 1 and not eff.src_wide and eff.src_default == 1
-    return replace(eff, plain=plain) if plain else eff
+    narrow = eff.dst_wide == 1 and not eff.src_wide and eff.src_default == 1
+    if not narrow:
+        return eff
+    return replace(eff, narrow=True, plain=eff.dst_sig == ("d",))
 
 
 def _effects(opcode: str) -> Effects:

@@ -43,6 +43,7 @@ _PRED_FILES = {"PR": tuple(range(P_BASE, P_BASE + 7)), "UPR": tuple(range(UP_BAS
 _PREFIX_SPACE = {"g": "shared", "s": "shared", "l": "local", "local": "local", "shared": "shared"}
 
 
+@functools.lru_cache(maxsize=1 << 12)
 def register_of(name: str) -> tuple[str, int, str]:
     """Split a register name into ``(kind, index, half)``: ``"UR4"`` → ``("UR", 4, "")``,
     ``"RZ"`` → ``("R", 255, "")``, ``"R0H"`` → ``("R", 0, "H")``. Raises OperandError."""
@@ -63,6 +64,7 @@ def register_of(name: str) -> tuple[str, int, str]:
     return kind, int(idx), half
 
 
+@functools.lru_cache(maxsize=1 << 12)
 def flat_id(name: str) -> int:
     """Flat register id (:mod:`teg.sass.registers`) of a register name; -1 for RZ/URZ/PT/UPT."""
     kind, idx, _ = register_of(name)
@@ -74,6 +76,8 @@ def flat_id(name: str) -> int:
 
 def _number(text: str) -> int | float | None:
     """Value of an unsigned numeric literal (hex, decimal, float, INF/QNAN), or None."""
+    if not text[:1].isdigit():      # every numeric form starts with a digit (a cheap test for R4, UR6 …)
+        return _SPECIAL_FLOATS.get(text)
     if _HEX.match(text):
         return int(text, 16)
     if _DEC.match(text):
@@ -292,8 +296,8 @@ def split_operands(text: str) -> list[str]:
     """Split an operand list at top-level commas (and the blanks that separate a few operands, as in
     ``RET.REL.NODEC R10 0x0``), keeping ``c[0x0] [0x170]`` and ``{5,4}`` together."""
     parts = text.split(", ")
-    seps = len(parts) - 1
-    if text.count(",") == seps and text.count(" ") == seps and all(parts):
+    n = len(parts)
+    if text.count(",") + 1 == n == text.count(" ") + 1 and "" not in parts:
         return parts        # the common case: "R1, R2, 0x4" separated by ", " only
     if "[ " in text or " [" in text or "] " in text:
         text = re.sub(r"\s*\[\s*", "[", text)

@@ -24,14 +24,13 @@ import functools
 import gc
 import re
 from dataclasses import replace
-from itertools import chain
 from operator import attrgetter
 
 from teg.sass.control import decode_maxwell, decode_volta
 from teg.sass.demangle import demangle_all
 from teg.sass.effects import Effects, effects_of
 from teg.sass.errors import OperandError, SassParseError
-from teg.sass.operands import flat_id, parse_operand, split_operands
+from teg.sass.operands import flat_id, parse_operand, register_of, split_operands
 from teg.sass.program import Control, Instruction, Operand, Program
 from teg.sass.registers import reg_span
 
@@ -45,8 +44,8 @@ _WORD_LINE = re.compile(r"\w+$")
 _LABEL_LINE = re.compile(r"[\w.$@]+:$")
 _FATBIN = re.compile(r"Fatbin (\w+) code:$")
 
-_chain = chain.from_iterable
 _REGS_OF = attrgetter("regs")
+_WRITTEN_KINDS = frozenset(("reg", "pred"))     # operand kinds a destination position writes
 
 # Maxwell/Pascal: a control word covers the next three instructions
 _MAXWELL = range(50, 70)
@@ -60,39 +59,46 @@ def _guard(text: str) -> tuple[str, int]:
     return text, flat_id(text.lstrip("!").split(".")[0])
 
 
+# reg_span memoized: wide operands (R4.64, LDG.E.128 destinations, IMAD.WIDE addends) name few
+# distinct register runs
+_reg_span = functools.lru_cache(maxsize=1 << 12)(reg_span)
+
+
 def _span(op: Operand, width: int) -> tuple[int, ...]:
     """Registers of register operand ``op`` read or written ``width`` registers wide."""
     try:
-        return reg_span(op.reg, width)
+        return _reg_span(op.reg, width)
     except ValueError as exc:
         raise OperandError(f"{op.text}: {exc}") from None
 
 
-def _destinations(sig: tuple[str, ...], wide: int, operands: tuple[Operand, ...]) -> tuple[list[int], int]:
+def _destinations(sig: tuple[str, ...], wide: int, operands: tuple[Operand, ...]) -> tuple[tuple[int, ...], int]:
     """Registers written by the leading operands that ``sig`` names destinations, and their count."""
-    dst: list[int] = []
+    dst: tuple[int, ...] = ()
     n = len(operands)
     i = 0
     for tok in sig:
+        if i >= n:
+            break
+        op = operands[i]
         if tok == "d":
-            if i < n:
-                op = operands[i]
-                if op.kind == "reg" and wide > 1 and op.wide == 1:
-                    dst.extend(_span(op, wide))
-                elif op.kind in ("reg", "pred"):
-                    dst.extend(op.regs)
-                i += 1
+            kind = op.kind
+            if kind == "reg" and wide > 1 and op.wide == 1:
+                dst += _span(op, wide)
+            elif kind in _WRITTEN_KINDS:
+                dst += op.regs
+            i += 1
         elif tok == "p":
-            if i < n:
-                if operands[i].kind == "pred":
-                    dst.extend(operands[i].regs)
-                i += 1
+            if op.kind == "pred":
+                dst += op.regs
+            i += 1
         else:  # "p?" one optional predicate, "p*" any number
-            while i < n and operands[i].kind == "pred":
-                dst.extend(operands[i].regs)
+            while op.kind == "pred":
+                dst += op.regs
                 i += 1
-                if tok == "p?":
+                if tok == "p?" or i == n:
                     break
+                op = operands[i]
     return dst, i
 
 
@@ -104,9 +110,12 @@ def registers(eff: Effects, operands: tuple[Operand, ...]) -> tuple[tuple[int, .
         if not operands:
             return (), (), 0
         first = operands[0]
-        src = tuple(_chain(map(_REGS_OF, operands[1:])))
-        return (first.regs if first.kind in ("reg", "pred") else ()), src, 1
-    dst, i = _destinations(eff.dst_sig, eff.dst_wide, operands) if eff.dst_sig else ([], 0)
+        # sum of tuples: the cheapest concatenation for the few operands of an instruction
+        return (first.regs if first.kind in _WRITTEN_KINDS else ()), sum(map(_REGS_OF, operands[1:]), ()), 1
+    dst, i = _destinations(eff.dst_sig, eff.dst_wide, operands) if eff.dst_sig else ((), 0)
+    if eff.narrow:
+        # every operand as wide as printed: the sources are simply all the other operands' registers
+        return dst, sum(map(_REGS_OF, operands[i:] if i else operands), ()), i
     src: list[int] = []
     widths = eff.src_wide
     default = eff.src_default
@@ -118,7 +127,7 @@ def registers(eff: Effects, operands: tuple[Operand, ...]) -> tuple[tuple[int, .
                 if w > 1:
                     regs = _span(op, w)
             src.extend(regs)
-    return tuple(dst), tuple(src), i
+    return dst, tuple(src), i
 
 
 @functools.lru_cache(maxsize=1 << 14)
@@ -148,89 +157,123 @@ def _address_pair(op: Operand) -> Operand:
     return replace(op, regs=tuple(regs), wide=2) if op.reg >= 0 else replace(op, regs=tuple(regs))
 
 
-def decode_body(opcode: str, operand_text: str) -> tuple:
-    """Decode an instruction body without its guard:
-    ``(opcode, base, modifiers, operands, dst_regs, src_regs, mem_width, target)`` where ``target`` is the
-    branch target as printed — an int address, a label name, or None."""
-    base, mods, eff = _opcode(opcode)
-    operand_text = operand_text.strip()
-    texts = split_operands(operand_text) if operand_text else []
-    spaces = eff.spaces
-    if spaces and "[" in operand_text:
-        last = len(spaces) - 1
-        operands = [parse_operand(t, spaces[min(k, last)]) if "[" in t else parse_operand(t)
-                    for k, t in enumerate(texts)]
-    else:
-        operands = list(map(parse_operand, texts))
-    target: int | str | None = None
-    if eff.branch:
-        for k in range(len(operands) - 1, -1, -1):
-            op = operands[k]
-            if op.kind == "label":
-                target = op.label
-                break
-            if op.kind == "imm" and not op.text.startswith("-"):
-                target = op.value
-                operands[k] = replace(op, kind="label")
-                break
-    if eff.address64:
-        operands = [_address_pair(op) if op.kind == "mem" and op.space in ("global", "generic") else op
-                    for op in operands]
-    ops = tuple(operands)
-    dst, src, _ = registers(eff, ops)
-    mem_width = eff.mem_width
-    if not eff.is_memory and "[" in operand_text:
-        # GT200 arithmetic with a shared-memory operand (FADD32 R2, g[A1+0xb], R2): 32-bit access,
-        # 16-bit with a .U16/.S16 selector
-        for op in ops:
-            if op.kind == "mem":
-                mem_width = 2 if op.select in ("U16", "S16") else 4
-                break
-    return opcode, base, mods, ops, dst, src, mem_width, target
+def _branch_target(ops: tuple[Operand, ...]) -> tuple[int | str | None, tuple[Operand, ...]]:
+    """The target of a branch as printed — its last label operand's name, or its last non-negative
+    immediate (a byte address, which is then re-kinded ``label``) — and the operands."""
+    for k in range(len(ops) - 1, -1, -1):
+        op = ops[k]
+        if op.kind == "label":
+            return op.label, ops
+        if op.kind == "imm" and not op.text.startswith("-"):
+            return op.value, (*ops[:k], replace(op, kind="label"), *ops[k + 1:])
+    return None, ops
 
 
-def _record_maker(cls):
-    """A constructor for the frozen slotted record ``cls`` that takes the field values as one tuple
-    and stores them through the slot descriptors: the same object as ``cls(*values)``, without the
-    per-field ``object.__setattr__`` of a frozen dataclass ``__init__`` (the parser builds one
-    Instruction per line, so this halves its cost)."""
+def _record_maker(cls, params: tuple) -> object:
+    """A fast constructor for the frozen slotted dataclass ``cls``: ``make(*args)`` takes one
+    argument per entry of ``params`` — a field name, or ``(name, fields)`` for one tuple holding
+    those fields' values — and returns the same object as ``cls(**fields)``.
+
+    The record is built as an instance of a twin class with the same slots and no frozen
+    ``__setattr__`` (each field is then one plain slot store, not an ``object.__setattr__`` call),
+    and then given its real class by ``__class__`` assignment, which CPython allows between classes
+    of identical slot layout. The parser builds one Instruction per line, so this is a third of the
+    cost of the dataclass ``__init__``."""
     from dataclasses import fields
 
-    names = [f.name for f in fields(cls)]
-    env = {"new": object.__new__, "cls": cls, **{f"set_{n}": cls.__dict__[n].__set__ for n in names}}
-    body = "\n".join(f"    set_{n}(obj, values[{i}])" for i, n in enumerate(names))
-    exec(f"def make(values):\n    obj = new(cls)\n{body}\n    return obj\n", env)  # noqa: S102
+    flat = [n for p in params for n in (p[1] if isinstance(p, tuple) else (p,))]
+    if sorted(flat) != sorted(f.name for f in fields(cls)) or tuple(cls.__slots__) != tuple(
+            f.name for f in fields(cls)):
+        raise TypeError(f"{cls.__name__}: constructor parameters do not cover its fields")
+    twin = type(f"_{cls.__name__}Builder", (), {"__slots__": cls.__slots__})
+    stores = [", ".join(f"obj.{n}" for n in p[1]) + f" = {p[0]}" if isinstance(p, tuple) else f"obj.{p} = {p}"
+              for p in params]
+    args = ", ".join(p[0] if isinstance(p, tuple) else p for p in params)
+    body = "".join(f"    {line}\n" for line in stores)
+    env = {"new": object.__new__, "twin": twin, "cls": cls}
+    exec(f"def make({args}):\n    obj = new(twin)\n{body}    obj.__class__ = cls\n    return obj\n", env)  # noqa: S102
     return env["make"]
 
 
-_make_instruction = _record_maker(Instruction)
+# decode_instruction returns these Instruction fields together, as its "head"
+_HEAD_FIELDS = ("opcode", "base", "modifiers", "operands", "guard", "guard_reg", "dst_regs", "src_regs")
+_make_instruction = _record_maker(
+    Instruction, ("index", "address", ("head", _HEAD_FIELDS), "branch_target", "control", "mem_width", "line", "text"))
 # Fields filled in after an Instruction is built but before the parser hands it out: the control
-# field (its encoding word is on the next line) and the branch target (labels may come later).
+# field when its encoding word comes on a line of its own, and the branch target (labels may come later).
 _set_control = Instruction.__dict__["control"].__set__
 _set_target = Instruction.__dict__["branch_target"].__set__
 
 
 @functools.lru_cache(maxsize=1 << 16)   # about 0.5 kB per entry
 def decode_instruction(body: str) -> tuple:
-    """Decode an instruction as printed without address and encoding (``"@!P0 LDG.E R4, [R2.64]"``),
-    memoized on that one string: a listing decodes each distinct instruction text once. Returns
-    ``(head, mem_width, target)`` with ``head = (opcode, base, modifiers, operands, guard, guard_reg,
-    dst_regs, src_regs)`` (the guard predicate leads ``src_regs``) and ``target`` as in
-    :func:`decode_body`."""
-    guard = None
-    guard_reg = -1
-    rest = body
+    """Decode an instruction as printed without address and encoding (``"@!P0 LDG.E R4, [R2.64]"``).
+    Returns ``(head, mem_width, target)`` with ``head = (opcode, base, modifiers, operands, guard,
+    guard_reg, dst_regs, src_regs)`` (the guard predicate leads ``src_regs``) and ``target`` the branch
+    target as printed — an int address, a label name, or None. Raises OperandError.
+
+    Memoized (a listing parsed again, or many listings of the same kernels, decode nothing new);
+    :func:`parse_text` also keeps each listing's decoded texts in a dict of its own, which is cheaper
+    to probe than this bounded cache and not limited in size."""
     if body[0] == "@":
         gtext, _, rest = body[1:].partition(" ")
         guard, guard_reg = _guard(gtext)
         rest = rest.lstrip()
         if not rest:
             raise OperandError("guard predicate without an instruction")
+    else:
+        guard = None
+        guard_reg = -1
+        rest = body
     opcode, _, operand_text = rest.partition(" ")
-    opcode, base, mods, ops, dst, src, mem_width, target = decode_body(opcode, operand_text)
+    base, mods, eff = _opcode(opcode)
+    operand_text = operand_text.strip()
+    texts = split_operands(operand_text) if operand_text else ()
+    target: int | str | None = None
+    mem_width = eff.mem_width
+    if "[" not in operand_text:
+        ops = tuple(map(parse_operand, texts))
+        if eff.branch:
+            target, ops = _branch_target(ops)
+    else:
+        ops = _bracketed_operands(eff, texts)
+        if eff.branch:
+            target, ops = _branch_target(ops)
+        if not eff.is_memory:
+            # GT200 arithmetic with a shared-memory operand (FADD32 R2, g[A1+0xb], R2): 32-bit access,
+            # 16-bit with a .U16/.S16 selector
+            for op in ops:
+                if op.kind == "mem":
+                    mem_width = 2 if op.select in ("U16", "S16") else 4
+                    break
+    if eff.plain and ops:
+        # one destination, every operand as wide as printed (most ALU instructions): registers()
+        # without the call
+        first = ops[0]
+        dst = first.regs if first.kind in _WRITTEN_KINDS else ()
+        src = sum(map(_REGS_OF, ops[1:]), ())
+    else:
+        dst, src, _ = registers(eff, ops)
     if guard_reg >= 0:
         src = (guard_reg, *src)
     return (opcode, base, mods, ops, guard, guard_reg, dst, src), mem_width, target
+
+
+def _bracketed_operands(eff: Effects, texts: list[str]) -> tuple[Operand, ...]:
+    """Operands of an instruction with a bracketed (memory or constant) operand: a memory operand
+    that names no space of its own takes the opcode's (``eff.spaces`` by position, the last
+    repeating), and under ``.E`` a global/generic address register is a 64-bit pair."""
+    spaces = eff.spaces
+    if spaces:
+        last = len(spaces) - 1
+        ops = tuple([parse_operand(t, spaces[min(k, last)]) if "[" in t else parse_operand(t)
+                     for k, t in enumerate(texts)])
+    else:
+        ops = tuple(map(parse_operand, texts))
+    if eff.address64:
+        ops = tuple([_address_pair(op) if op.kind == "mem" and op.space in ("global", "generic") else op
+                     for op in ops])
+    return ops
 
 
 class _KernelBuilder:
@@ -289,27 +332,34 @@ def _hex_word(text: str, source: str, lineno: int, line: str) -> int:
 #   1 address, 2 body, 3 first encoding word, 4 encoding word on the next line  — /*addr*/ … ;
 #   5 a bare encoding word line                                                   — /* 0x… */
 #   6 any other line (headers, labels, directives, other layouts: the general path)
+# Blank runs are written "_" below and stand for "[ ]*+[ \t]*+": the same strings as [ \t]* (every
+# run is followed by a non-blank, so nothing is ever given back), but the long runs of padding
+# spaces are skipped by the regex engine's single-character loop, not tested one by one against a
+# character set.
 _UNIT = re.compile(r"""
-    ^[ \t]*/\*(?:
-        ([0-9a-fA-F]+)\*/[ \t]+                                  # /*addr*/
-        ([^\s;{}](?:[^\n;/{}]*[^\s;/{}])?)[ \t]*;[ \t]*          # [@guard] OPCODE operands ;
-        (?:/\*[ \t]*(0x[0-9a-fA-F]+)[ \t]*\*/[ \t]*                # /* 0xLO */
-           (?:\n[ \t]*/\*[ \t]*(0x[0-9a-fA-F]+)[ \t]*\*/[ \t]*)?   # next line: /* 0xHI */
+    ^_/\*(?:
+        ([0-9a-fA-F]+)\*/(?=[ \t])_                              # /*addr*/
+        ([^\s;{}](?:[^\n;/{}]*[^\s;/{}])?)_;_                    # [@guard] OPCODE operands ;
+        (?:/\*_(0x[0-9a-fA-F]+)_\*/_                             # /* 0xLO */
+           (?:\n_/\*_(0x[0-9a-fA-F]+)_\*/_)?                     # next line: /* 0xHI */
         )?
-      | [ \t]*(0x[0-9a-fA-F]+)[ \t]*\*/[ \t]*                    # a bare /* 0x… */ line
+      | _(0x[0-9a-fA-F]+)_\*/_                                   # a bare /* 0x… */ line
     )$
     | ^([^\n]*)$                                                # anything else
-    """, re.M | re.X)
+    """.replace("_", r"[ ]*+[ \t]*+"), re.M | re.X)
 _HEX_LINE = re.compile(r"/\*\s*(0[xX][0-9a-fA-F]+)\s*\*/$")
 
 
 class _State:
     """Parser state between lines."""
 
-    __slots__ = ("source", "programs", "cur", "arch", "pending_hi", "bundle", "fatbin_header", "in_ptx")
+    __slots__ = ("source", "text", "lines", "programs", "cur", "arch", "pending_hi", "bundle", "fatbin_header",
+                 "in_ptx")
 
-    def __init__(self, source: str):
+    def __init__(self, source: str, text: str = ""):
         self.source = source
+        self.text = text
+        self.lines: list[str] | None = None          # text split into lines, made for an error message
         self.programs: list[Program] = []
         self.cur: _KernelBuilder | None = None
         self.arch = ""
@@ -317,6 +367,16 @@ class _State:
         self.bundle: list[Control] = []              # sm_5x/6x: controls of the next instructions
         self.fatbin_header = False                   # inside a "Fatbin … code:" header block
         self.in_ptx = False                          # inside a "Fatbin ptx code:" block (skipped)
+
+    def line_text(self, lineno: int) -> str:
+        """Line ``lineno`` (1-based) of the text, as printed in an error message."""
+        if self.lines is None:
+            self.lines = self.text.split("\n")
+        return self.lines[lineno - 1]
+
+    def error(self, problem: str, lineno: int, line: str | None = None) -> SassParseError:
+        """A SassParseError for line ``lineno`` (its text looked up when not given)."""
+        return SassParseError(problem, self.source, lineno, self.line_text(lineno) if line is None else line)
 
     def close(self) -> None:
         if self.cur is not None:
@@ -332,16 +392,22 @@ class _State:
     def encoding_word(self, s: str, lineno: int, line: str) -> None:
         """A line holding only an encoding word (``s`` stripped): the sm_70+ high word of the previous
         instruction, or an sm_5x/6x control word for the next three."""
-        cur = self.cur
-        if cur is None:
-            raise SassParseError("encoding word outside a kernel", self.source, lineno, line)
+        if self.cur is None:
+            raise self.error("encoding word outside a kernel", lineno, line)
         try:
             word = _encoding_line(s)
         except OperandError as exc:
-            raise SassParseError(str(exc), self.source, lineno, line) from None
+            raise self.error(str(exc), lineno, line) from None
+        self.control_word(word, lineno, line)
+
+    def control_word(self, word: int, lineno: int, line: str | None = None) -> None:
+        """The value of an encoding-word line (see :meth:`encoding_word`)."""
+        cur = self.cur
+        if cur is None:
+            raise self.error("encoding word outside a kernel", lineno, line)
         if cur.volta:
             if self.pending_hi is None:
-                raise SassParseError("encoding word without an instruction before it", self.source, lineno, line)
+                raise self.error("encoding word without an instruction before it", lineno, line)
             _set_control(self.pending_hi, decode_volta(word))
             self.pending_hi = None
         elif cur.sm in _MAXWELL:
@@ -481,12 +547,14 @@ def parse_text(text: str, source: str = "<text>", demangle: bool = True) -> list
 
     Lines end at ``\n`` (a trailing ``\r`` is tolerated). Speed: one compiled pattern scans the text,
     matching an instruction line together with its encoding-word line; only other lines take the
-    general paths. Instruction texts and operands are decoded once per distinct text (memoized), and
-    the cyclic garbage collector is paused while the (acyclic) instruction records are built."""
+    general paths. Instruction and operand texts are decoded once per distinct text (memoized per
+    listing and across listings; :func:`clear_caches` empties the memos), instruction records
+    are built without the frozen dataclass ``__init__`` (:func:`_record_maker`), and the cyclic
+    garbage collector is paused while the (acyclic) records are built."""
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        st = _State(source)
+        st = _State(source, text)
         _parse_lines(st, text)
         st.close()
     finally:
@@ -500,68 +568,103 @@ def parse_text(text: str, source: str = "<text>", demangle: bool = True) -> list
     return programs
 
 
+def clear_caches() -> None:
+    """Empty the memo caches the parser keeps across listings (instruction and operand texts, opcodes
+    and their effects, guards, control words), e.g. to time a parse from a cold start."""
+    for cached in (decode_instruction, parse_operand, register_of, flat_id, effects_of, _opcode, _guard, _reg_span,
+                   _hi_control, _encoding_line):
+        cached.cache_clear()
+
+
+def _units(text: str):
+    """``_UNIT.findall`` over ``text`` in pieces of about ``_CHUNK`` characters cut at line ends (so
+    the match tuples of a huge listing are not all held at once). A cut may separate an instruction
+    line from its encoding-word line; the parser then takes the word as a line of its own, which
+    gives the same result."""
+    pos = 0
+    end_of_text = len(text)
+    findall = _UNIT.findall
+    while True:
+        end = text.find("\n", pos + _CHUNK)
+        if end < 0:
+            end = end_of_text
+        yield findall(text, pos, end)
+        if end == end_of_text:
+            return
+        pos = end + 1
+
+
+_CHUNK = 1 << 20
+
+
 def _parse_lines(st: _State, text: str) -> None:
     """The line loop of :func:`parse_text` (hot path kept in one function, on locals; ``pending`` —
     the instruction whose sm_70+ high word is expected next — and the current kernel are mirrored to
-    and from ``st`` around the general paths, which may change them)."""
+    and from ``st`` around the general paths, which may change them). Each distinct instruction text
+    is decoded once per listing (``decoded``). Groups of :data:`_UNIT` that did not take part in a
+    match are ``""``."""
+    decoded: dict[str, tuple] = {}
+    lookup = decoded.get
     decode = decode_instruction
     make = _make_instruction
     set_control = _set_control
     hi_control = _hi_control
     bundle = st.bundle
-    source = st.source
     pending = None
     cur = st.cur
     instructions = cur.instructions if cur is not None else None
     volta = cur is not None and cur.volta
     lineno = 0
-    for m in _UNIT.finditer(text):
-        lineno += 1
-        addr, body, lo, hi, word, other = m.groups()
-        if addr is not None:
-            address = int(addr, 16)
-        elif word is not None:                  # /* 0xHI */ on its own line
-            if pending is not None:
-                set_control(pending, hi_control(word))
-                pending = None
-            else:
-                st.encoding_word(m.group().strip(), lineno, m.group())
-            continue
-        else:
-            s = other.strip()
-            if not s:
-                continue
-            st.pending_hi = pending
-            parsed = _other_line(st, s, lineno, other)
-            pending = st.pending_hi
-            cur = st.cur            # a header may have opened a kernel or set its arch
-            instructions = cur.instructions if cur is not None else None
-            volta = cur is not None and cur.volta
-            if parsed is None:
-                continue
-            address, body, has_lo = parsed
-            lo = "" if has_lo else None
-        if instructions is None:
-            raise SassParseError("instruction outside a kernel (no 'Function :' or '.section .text.' header)",
-                                 source, lineno, m.group().split("\n", 1)[0])
-        try:
-            head, mem_width, target = decode(body)
-        except OperandError as exc:
-            raise SassParseError(str(exc), source, lineno, m.group().split("\n", 1)[0]) from None
-        k = len(instructions)
-        ins = make((k, address, *head, None, bundle.pop(0) if bundle else None, mem_width, lineno, body))
-        instructions.append(ins)
-        if target is not None:
-            cur.branches.append((k, target))
-        if hi is not None:                      # the next line was an encoding word
+    for units in _units(text):
+        for addr, body, lo, hi, word, other in units:
             lineno += 1
-            if volta:
-                set_control(ins, hi_control(hi))
-                pending = None
+            if addr:
+                address = int(addr, 16)
+            elif word:                              # /* 0xHI */ on its own line
+                if pending is not None:
+                    set_control(pending, hi_control(word))
+                    pending = None
+                else:
+                    st.control_word(int(word, 16), lineno)
+                continue
             else:
-                st.pending_hi = None
-                hi_line = m.group().split("\n", 1)[1]
-                st.encoding_word(hi_line.strip(), lineno, hi_line)
-        else:
-            pending = ins if lo is not None and volta else None
+                s = other.strip()
+                if not s:
+                    continue
+                st.pending_hi = pending
+                parsed = _other_line(st, s, lineno, other)
+                pending = st.pending_hi
+                cur = st.cur            # a header may have opened a kernel or set its arch
+                instructions = cur.instructions if cur is not None else None
+                volta = cur is not None and cur.volta
+                if parsed is None:
+                    continue
+                address, body, has_lo = parsed
+                lo = "0x" if has_lo else ""
+            if instructions is None:
+                raise st.error("instruction outside a kernel (no 'Function :' or '.section .text.' header)", lineno)
+            entry = lookup(body)
+            if entry is None:
+                try:
+                    entry = decoded[body] = decode(body)
+                except OperandError as exc:
+                    raise st.error(str(exc), lineno) from None
+            head, mem_width, target = entry
+            k = len(instructions)
+            control = bundle.pop(0) if bundle else None
+            if hi and volta:                        # the next line was the sm_70+ high word
+                control = hi_control(hi)
+            ins = make(k, address, head, None, control, mem_width, lineno, body)
+            instructions.append(ins)
+            if target is not None:
+                cur.branches.append((k, target))
+            if hi:                                  # the next line was an encoding word
+                lineno += 1
+                if volta:
+                    pending = None
+                else:
+                    st.pending_hi = None
+                    st.control_word(int(hi, 16), lineno)
+            else:
+                pending = ins if lo and volta else None
     st.pending_hi = pending
