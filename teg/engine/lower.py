@@ -41,6 +41,7 @@ from teg.engine.occupancy import occupancy
 from teg.engine.options import Options
 from teg.machine.model import Machine, OpInfo
 from teg.memory.cache import cache_geometry
+from teg.memory.cachepolicy import bypasses_l1
 from teg.memory.channels import channel_of
 from teg.memory.coalesce import cc13_transactions, sector_transactions
 from teg.memory.shared import shared_wavefronts
@@ -287,7 +288,8 @@ def lower(program, kernel_trace, machine: Machine, options: Options | None = Non
         elif is_mem and info.space in ("global", "local", "generic", "texture"):
             s_mem[i] = MEM_GLOBAL
             s_depcause[i] = DEP_GLOBAL
-        s_store[i] = int(info.kind in ("store", "atomic"))     # bypass L1 (write-through; atomics at L2)
+        # L2-only: stores (write-through, no L1 allocate), atomics, .cg/.cv/strong-GPU/SYS loads
+        s_store[i] = int(bypasses_l1(st["opcodes"][i], info.kind, info.space))
         s_barrier[i] = int(info.kind == "barrier" and bool(st["barrier_waits"][i]))
         s_width[i] = int(st["mem_width"][i]) or int(getattr(info, "width", 0) or 0) or 4
 
