@@ -288,8 +288,10 @@ def lower(program, kernel_trace, machine: Machine, options: Options | None = Non
         elif is_mem and info.space in ("global", "local", "generic", "texture"):
             s_mem[i] = MEM_GLOBAL
             s_depcause[i] = DEP_GLOBAL
-        # L2-only: stores (write-through, no L1 allocate), atomics, .cg/.cv/strong-GPU/SYS loads
-        s_store[i] = int(bypasses_l1(st["opcodes"][i], info.kind, info.space))
+        # L2-only: stores (write-through, no L1 allocate), atomics, .cg/.cv/strong-GPU/SYS loads,
+        # and plain global loads where the L1 does not cache them (Maxwell/Pascal)
+        s_store[i] = int(bypasses_l1(st["opcodes"][i], info.kind, info.space,
+                                     machine.memory.l1_caches_global_loads))
         s_barrier[i] = int(info.kind == "barrier" and bool(st["barrier_waits"][i]))
         s_width[i] = int(st["mem_width"][i]) or int(getattr(info, "width", 0) or 0) or 4
 

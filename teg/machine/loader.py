@@ -248,12 +248,19 @@ def _check_file(doc: dict[str, Any], lines: dict, path: Path) -> None:
         raise table_error(path, v.path, v.problem, lines) from None
     unsourced = check_sources(doc)
     if unsourced is not None:
-        raise table_error(path, unsourced, "number without a source: write {value: X, source: \"...\"} "
+        what = "flag" if _is_flag(unsourced) else "number"
+        raise table_error(path, unsourced, f"{what} without a source: write {{value: X, source: \"...\"}} "
                           "or add a source: string to an enclosing section", lines)
 
 
+def _is_flag(path: tuple[str, ...]) -> bool:
+    """True for the key path of a sourced flag, bare or inside its value leaf."""
+    return path in schema.SOURCED_FLAGS or (path[-1:] == ("value",) and path[:-1] in schema.SOURCED_FLAGS)
+
+
 def check_sources(doc: dict[str, Any]) -> tuple[str, ...] | None:
-    """The source rule: return the key path of the first number with no source in scope, or None.
+    """The source rule: return the key path of the first number (or sourced flag,
+    :data:`teg.machine.schema.SOURCED_FLAGS`) with no source in scope, or None.
 
     A number is sourced when its own mapping or any enclosing mapping below the top level has a
     ``source`` string (a value leaf ``{value: X, source: S}`` is the one-number case). The
@@ -273,7 +280,7 @@ def check_sources(doc: dict[str, Any]) -> tuple[str, ...] | None:
                 bad = walk(val, path + (str(i),), in_scope)
                 if bad is not None:
                     return bad
-        elif schema.is_number(node) and not in_scope:
+        elif (schema.is_number(node) or (isinstance(node, bool) and _is_flag(path))) and not in_scope:
             return path
         return None
 
@@ -354,6 +361,8 @@ def _build_memory(m: dict, num_sms: int, warp_size: int, clock_mhz: float) -> Gl
         max_out = int(_v(mo))
     opt = {k: (float(_v(m[k])) if m.get(k) is not None else None)
            for k in ("l2_bandwidth_bytes_per_clk", "local_latency", "const_latency")}
+    if m.get("l1_caches_global_loads") is not None:
+        opt["l1_caches_global_loads"] = bool(_v(m["l1_caches_global_loads"]))
     return GlobalMemory(
         coalescing=m["coalescing"], segment_bytes=tuple(int(x) for x in _v(m["segment_bytes"])),
         dram_latency=float(_v(m["dram_latency"])), channels=int(_v(m["channels"])),

@@ -104,6 +104,9 @@ class GlobalMemory:
     l2_bandwidth_bytes_per_clk: float | None = None
     local_latency: float | None = None
     const_latency: float | None = None
+    l1_caches_global_loads: bool = True  # False: plain global/generic loads are L2-only and only
+                                         # loads that ask for L1 (.CI/.CONSTANT = .nc, .CA) use it
+                                         # (Maxwell/Pascal; teg.memory.cachepolicy.bypasses_l1)
 
 
 @dataclass(frozen=True)

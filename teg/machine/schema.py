@@ -98,6 +98,30 @@ class Bool:
 
 
 @dataclass(frozen=True)
+class Flag:
+    """A sourced true/false fact about the hardware, bare (sourced by an enclosing ``source:``) or
+    as a value leaf ``{value: true|false, source: "..."}``. Unlike the structural booleans of the
+    opcode classes, a flag's key path is listed in :data:`SOURCED_FLAGS`, so the source rule
+    applies to it as to a number."""
+
+    required: bool = True
+
+    def check(self, node: Any, path: tuple[str, ...], partial: bool) -> None:
+        if isinstance(node, dict):
+            unknown = set(node) - {"value", "source"}
+            if unknown:
+                raise SchemaViolation(path + (sorted(unknown)[0],), "unknown key in value leaf "
+                                      "(allowed: value, source)")
+            if "value" not in node:
+                raise SchemaViolation(path + ("value",), "missing key")
+            if "source" in node and not isinstance(node["source"], str):
+                raise SchemaViolation(path + ("source",), "wrong type: expected a string")
+            node = node["value"]
+            path = path + ("value",)
+        Bool().check(node, path, partial)
+
+
+@dataclass(frozen=True)
 class NumList:
     """A non-empty list of numbers (e.g. coalescing segment sizes)."""
 
@@ -252,6 +276,11 @@ OPCODE_ENTRY = OneOf((
 
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
+#: key paths of :class:`Flag` values: the source rule checks them like numbers
+SOURCED_FLAGS: frozenset[tuple[str, ...]] = frozenset({
+    ("memory", "l1_caches_global_loads"),
+})
+
 TABLE = Section({
     "name": Str(required=False),
     "description": Str(),
@@ -309,6 +338,7 @@ TABLE = Section({
         "l2_bandwidth_bytes_per_clk": Num(positive=True, required=False),
         "local_latency": Num(positive=True, required=False),
         "const_latency": Num(positive=True, required=False),
+        "l1_caches_global_loads": Flag(required=False),
     }),
     "opcodes": Section({
         "classes": MapOf(Section(dict(OPCLASS_FIELDS)), key_pattern=NAME, min_items=1),
