@@ -156,7 +156,13 @@ def test_cache_model_rates(vectoradd):
         a, b = kt.addr_start[first], kt.addr_start[first + 1]
         c = kt.addr_start[second]
         addrs[c:c + (b - a)] = addrs[a:b]
+    # LDG.E.CG is ld.global.cg: cached in L2 only (teg.memory.cachepolicy, shared with the engine),
+    # so the re-reads miss L1 and hit L2
     p = profile_from(None, replace(kt, addresses=addrs), pascal_like(l1=l1, l2=l2))
+    assert p.l1_hit_rate == 0 and p.l2_hit_rate == 0.5
+    # the same trace with plain LDG.E (cached in L1): the re-reads hit L1
+    plain = [("LDG.E" if o == "LDG.E.CG" else o) for o in kt.opcodes]
+    p = profile_from(None, replace(kt, addresses=addrs, opcodes=plain), pascal_like(l1=l1, l2=l2))
     assert p.l1_hit_rate == 0.5 and p.l2_hit_rate == 0
     p_nol1 = profile_from(None, replace(kt, addresses=addrs), pascal_like(l2=l2))
     assert p_nol1.l1_hit_rate is None and p_nol1.l2_hit_rate == 0.5

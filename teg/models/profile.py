@@ -182,6 +182,7 @@ class _Rows:
     is_gmem: np.ndarray
     is_smem: np.ndarray
     is_load: np.ndarray
+    skips_l1: np.ndarray   # bool per row: the access bypasses L1 (teg.memory.cachepolicy, shared with the engine)
     is_barrier: np.ndarray
     is_sfu: np.ndarray
     cls_idx: np.ndarray
@@ -212,12 +213,17 @@ def _rows(program, kt, machine, unknown: str, where: str) -> _Rows:
     is_memop = np.isin(kind_tab, _MEM_KINDS)[opcode_ids]
     is_gmem = is_memop & np.isin(space_tab, _GLOBAL_SPACES)[opcode_ids] & (active > 0)
     is_smem = is_memop & (space_tab == "shared")[opcode_ids] & (active > 0)
+    from teg.memory.cachepolicy import bypasses_l1
+
+    l1_flag = machine.memory.l1_caches_global_loads
+    skip_l1_tab = np.array([bool(i) and bypasses_l1(t, i.kind, i.space, l1_flag) for t, i in zip(texts, infos)], bool)
     classes = sorted(set(uclass_tab) | {"shared"})
     cls_idx = np.array([classes.index(c) for c in uclass_tab], np.int64)[opcode_ids]
     cls_idx[is_smem] = classes.index("shared")
     return _Rows(
         is_memop=is_memop, is_gmem=is_gmem, is_smem=is_smem,
         is_load=(kind_tab == "load")[opcode_ids], is_barrier=(kind_tab == "barrier")[opcode_ids],
+        skips_l1=skip_l1_tab[opcode_ids],
         is_sfu=(np.array(uclass_tab, object) == "sfu")[opcode_ids] & ~is_gmem,
         cls_idx=cls_idx, classes=classes, active=active,
         width=np.asarray(kt.mem_width, np.int64), unknown=tuple(unknown_ops))
@@ -338,7 +344,7 @@ def profile_from(program, kernel_trace, machine, *, unknown: str = "error", cach
     h1 = h2 = None
     if cache_model:
         h1, h2 = ts.cache_hit_rates(machine, np.asarray(kt.warp_start, np.int64), np.flatnonzero(gmem), gmem & load,
-                                    np.asarray(kt.block), t_start, t_addr, active_sms)
+                                    np.asarray(kt.block), t_start, t_addr, active_sms, rows.skips_l1)
 
     def per_warp(x) -> float:
         return float(np.count_nonzero(x)) / warps

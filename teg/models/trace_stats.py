@@ -166,7 +166,7 @@ def period_table(warp_start: np.ndarray, is_mem: np.ndarray, comp_class: np.ndar
 
 
 @njit(cache=True)
-def _simulate(order, txn_start, txn_addr, is_load, sm_of_row, n_sms, l1_on, l1_geo, l2_on, l2_geo):
+def _simulate(order, txn_start, txn_addr, is_load, skips_l1, sm_of_row, n_sms, l1_on, l1_geo, l2_on, l2_geo):
     s1, a1, line1, sec1 = l1_geo
     s2, a2, line2, sec2 = l2_geo
     tags1 = np.full((n_sms * s1, a1), -1, np.int64)
@@ -187,7 +187,7 @@ def _simulate(order, txn_start, txn_addr, is_load, sm_of_row, n_sms, l1_on, l1_g
             stamp += 1
             if is_load[i]:
                 loads += 1
-                if l1_on and cache_access(tags1, st1, v1, sm_of_row[i], s1, a1, line1, sec1, addr, stamp):
+                if l1_on and not skips_l1[i] and cache_access(tags1, st1, v1, sm_of_row[i], s1, a1, line1, sec1, addr, stamp):
                     l1_hits += 1
                     continue
                 if l2_on:
@@ -201,11 +201,13 @@ def _simulate(order, txn_start, txn_addr, is_load, sm_of_row, n_sms, l1_on, l1_g
 
 def cache_hit_rates(machine, warp_start: np.ndarray, rows: np.ndarray, is_load: np.ndarray,
                     block: np.ndarray, txn_start: np.ndarray, txn_addr: np.ndarray,
-                    active_sms: int) -> tuple[float | None, float | None]:
+                    active_sms: int, skips_l1: np.ndarray | None = None) -> tuple[float | None, float | None]:
     """L1 and L2 hit rates of global loads (per transaction) for the BSP model: the machine's caches
     (:mod:`teg.memory.cache`, sectored LRU) see the trace's global accesses with the warps
     interleaved round-robin (the k-th instruction of every warp before the (k+1)-th), blocks dealt
-    to ``active_sms`` L1s round-robin, stores allocating in L2 only. L2 rate = L2 hits / L1 misses.
+    to ``active_sms`` L1s round-robin, stores allocating in L2 only, loads that ``skips_l1`` marks
+    (the engine's cache policy, :func:`teg.memory.cachepolicy.bypasses_l1`) going straight to L2 and
+    counting as L1 misses. L2 rate = L2 hits / L1 misses.
     A level the machine lacks gives None."""
     mem = machine.memory
     if mem.l1 is None and mem.l2 is None:
@@ -219,7 +221,9 @@ def cache_hit_rates(machine, warp_start: np.ndarray, rows: np.ndarray, is_load: 
     geo2 = cache_geometry(mem.l2.size_bytes, mem.l2.line_bytes, mem.l2.sector_bytes, mem.l2.assoc) if mem.l2 else (1, 1, 128, 32)
     sm_of_row = (np.asarray(block, np.int64) % max(1, active_sms))
     loads, l1h, l2a, l2h = _simulate(order, np.asarray(txn_start, np.int64), np.asarray(txn_addr, np.int64),
-                                     np.asarray(is_load, np.bool_), sm_of_row, max(1, active_sms),
+                                     np.asarray(is_load, np.bool_),
+                                     np.zeros(len(is_load), np.bool_) if skips_l1 is None else np.asarray(skips_l1, np.bool_),
+                                     sm_of_row, max(1, active_sms),
                                      mem.l1 is not None, tuple(int(x) for x in geo1),
                                      mem.l2 is not None, tuple(int(x) for x in geo2))
     h1 = (l1h / loads if loads else 0.0) if mem.l1 is not None else None
