@@ -45,6 +45,8 @@ ST_OK, ST_BAR, ST_FULL = 0, 1, 2
 E_UNSUPPORTED, E_GLOBAL, E_SHARED, E_LOCAL, E_DEADLOCK, E_ALIGN, E_CONST, E_RETURN = 10, 11, 12, 13, 14, 15, 16, 17
 
 
+# ---- bit and comparison primitives --------------------------------------------------------------
+
 @njit(cache=True)
 def _popc(x):
     x = x - ((x >> 1) & 0x55555555)
@@ -55,23 +57,12 @@ def _popc(x):
 
 @njit(cache=True)
 def _lut3(lut, a, b, c):
+    """LOP3/PLOP3 truth table: bit ``i`` of ``lut`` (i = 4·a + 2·b + c) is the result for that
+    combination of input bits, so the result is the OR of the minterms ``lut`` selects."""
     r = 0
-    if lut & 0x01:
-        r |= ~a & ~b & ~c
-    if lut & 0x02:
-        r |= ~a & ~b & c
-    if lut & 0x04:
-        r |= ~a & b & ~c
-    if lut & 0x08:
-        r |= ~a & b & c
-    if lut & 0x10:
-        r |= a & ~b & ~c
-    if lut & 0x20:
-        r |= a & ~b & c
-    if lut & 0x40:
-        r |= a & b & ~c
-    if lut & 0x80:
-        r |= a & b & c
+    for i in range(8):
+        if (lut >> i) & 1:
+            r |= (a if i & 4 else ~a) & (b if i & 2 else ~b) & (c if i & 1 else ~c)
     return r & M32
 
 
@@ -111,6 +102,101 @@ def _bool(op, a, b):
     return a != b
 
 
+@njit(cache=True, inline="always")
+def _lowest_lane(mask):
+    """Index of the lowest set lane of ``mask`` (0 when the mask is empty)."""
+    for l in range(32):
+        if (mask >> l) & 1:
+            return l
+    return 0
+
+
+# ---- operand access: how every executor reads and writes the lowered operands --------------------
+
+@njit(cache=True)
+def _opnd(okind, oreg, oval, oflag, pc, j):
+    """Operand ``j`` of instruction ``pc`` as lowered: its kind, register row or predicate slot, raw
+    value and flags."""
+    return okind[pc, j], oreg[pc, j], oval[pc, j], oflag[pc, j]
+
+
+@njit(cache=True)
+def _mods(code, pc):
+    """Modifier slots m0…m4 of instruction ``pc`` (their meaning per operation: lower._decode)."""
+    return code[pc, O.C_M], code[pc, O.C_M + 1], code[pc, O.C_M + 2], code[pc, O.C_M + 3], code[pc, O.C_M + 4]
+
+
+@njit(cache=True)
+def _u32(regs, w, l, k, r, v):
+    """32-bit source operand of lane ``l``: register row ``r`` when ``k`` is K_REG, else the low 32
+    bits of the immediate ``v``."""
+    return np.int64(regs[w, r, l]) if k == O.K_REG else v & M32
+
+
+@njit(cache=True)
+def _pair(regs, w, r, l):
+    """The 64-bit register pair R(r+1):R(r) of lane ``l`` (low word in row ``r``)."""
+    return np.int64(regs[w, r, l]) | (np.int64(regs[w, r + 1, l]) << 32)
+
+
+@njit(cache=True)
+def _u64(regs, w, l, k, r, v):
+    """64-bit source operand of lane ``l``: a register pair when ``k`` is K_REG, else the immediate."""
+    return _pair(regs, w, r, l) if k == O.K_REG else v
+
+
+@njit(cache=True)
+def _put(regs, w, r, l, v):
+    """Write the low 32 bits of ``v`` to row ``r`` of lane ``l``; writes to RZ/URZ are dropped."""
+    if r != O.RZ_ROW and r != O.URZ_ROW:
+        regs[w, r, l] = np.uint32(v & M32)
+
+
+@njit(cache=True)
+def _put64(regs, w, r, l, v):
+    """Write the 64-bit ``v`` to the register pair R(r+1):R(r) of lane ``l`` (dropped for RZ/URZ)."""
+    if r != O.RZ_ROW and r != O.URZ_ROW:
+        regs[w, r, l] = np.uint32(v & M32)
+        regs[w, r + 1, l] = np.uint32((v >> 32) & M32)
+
+
+@njit(cache=True)
+def _putw(regs, w, r, l, v, width):
+    """Write a ``width``-byte result: a register pair for 8 bytes, else one register."""
+    if width == 8:
+        _put64(regs, w, r, l, v)
+    else:
+        _put(regs, w, r, l, v)
+
+
+@njit(cache=True)
+def _plane(pm, w, slot, flag):
+    """Lane mask of predicate ``slot``, complemented for ``!P``."""
+    return ~pm[w, slot] & FULL if flag & O.F_NOT else pm[w, slot]
+
+
+@njit(cache=True)
+def _carry_in(pm, w, k, slot, flag):
+    """Optional carry-in predicate operand (IADD3, IMAD.X, LEA.X): its lane mask, 0 when absent."""
+    return _plane(pm, w, slot, flag) if k == O.K_PRED else 0
+
+
+@njit(cache=True)
+def _set_pred(pm, w, slot, bits, ex):
+    """Predicate write: ``slot`` takes ``bits`` in the lanes of ``ex`` and keeps its other lanes;
+    writes to PT/UPT are dropped."""
+    if slot != O.PT_SLOT and slot != O.UPT_SLOT:
+        pm[w, slot] = (pm[w, slot] & ~ex & FULL) | (bits & ex)
+
+
+@njit(cache=True)
+def _set_pred_opnd(okind, oreg, pm, w, pc, j, bits, ex):
+    """Predicate write to operand ``j`` when that operand is present (optional predicate results such
+    as IADD3's carry-outs or ISETP's second result)."""
+    if okind[pc, j] == O.K_PRED:
+        _set_pred(pm, w, oreg[pc, j], bits, ex)
+
+
 @njit(cache=True)
 def _fmod(x, flag):
     """Apply operand modifiers |x| and -x to a float."""
@@ -134,11 +220,60 @@ def _imod(x, flag):
 
 
 @njit(cache=True)
-def _half_pair(x, flag):
-    """The two fp16 lanes of a 32-bit operand after its swizzle (``.H0_H0``/``.H1_H1``/``.F32``) and
-    ``-``/``|…|`` modifiers, as float64 (lo, hi)."""
+def _f32src(bits, flag, ftz, su, sf):
+    """A float32 source operand from its bits: ``|x|``/``-x`` applied, denormals flushed with ``.FTZ``."""
+    x = _fmod(f32_of(bits, su, sf), flag)
+    return ftz32(x) if ftz else x
+
+
+@njit(cache=True, inline="always")
+def _fsrc(bits, width, flag, ftz, su, sf, sq, sd):
+    """A float source operand of ``width`` bytes (F2F/F2I: 8 double, 2 half, else single) with its
+    modifiers applied; ``.FTZ`` flushes single-precision denormals."""
+    if width == 8:
+        return _fmod(f64_of(bits, sq, sd), flag)
+    if width == 2:
+        return _fmod(h2f(bits & 0xFFFF), flag)
+    return _f32src(bits & M32, flag, ftz, su, sf)
+
+
+@njit(cache=True, inline="always")
+def _fbits(x, width, rnd, su, sf, sq, sd):
+    """Bits of ``x`` as a float of ``width`` bytes (I2F/F2F results): double, half (nearest even) or
+    single rounded with mode ``rnd``."""
+    if width == 8:
+        return bits_of_f64(x, sq, sd)
+    if width == 2:
+        return f2h(x)
+    return round_f32_bits(x, rnd, su, sf)
+
+
+@njit(cache=True)
+def _sat(x):
+    """``.SAT``: clamp to [0, 1], NaN → 0."""
+    return 0.0 if x != x or x < 0.0 else (1.0 if x > 1.0 else x)
+
+
+@njit(cache=True)
+def _minmax(x, y, take_min, order_zeros):
+    """FMNMX/DMNMX: the smaller (``take_min``) or larger operand; a NaN operand yields the other;
+    with ``order_zeros`` (FMNMX) −0 counts as smaller than +0."""
+    if x != x:
+        return y
+    if y != y:
+        return x
+    if take_min:
+        return x if x < y or (order_zeros and x == y and math.copysign(1.0, x) < 0) else y
+    return x if x > y or (order_zeros and x == y and math.copysign(1.0, x) > 0) else y
+
+
+@njit(cache=True)
+def _half_pair(x, flag, su, sf):
+    """The two fp16 lanes of a 32-bit operand after its swizzle (``.H0_H0``/``.H1_H1``) and
+    ``-``/``|…|`` modifiers, as float64 (lo, hi); a ``.F32`` operand is one float32 used for both."""
     if flag & O.F_F32:
-        return 0.0, 0.0
+        v = _f32src(x, flag, 0, su, sf)
+        return v, v
     lo = h2f(x & 0xFFFF)
     hi = h2f((x >> 16) & 0xFFFF)
     if flag & O.F_H0H0:
@@ -147,6 +282,8 @@ def _half_pair(x, flag):
         lo = hi
     return _fmod(lo, flag), _fmod(hi, flag)
 
+
+# ---- memory --------------------------------------------------------------------------------------
 
 @njit(cache=True)
 def _mem_fault(err, code, ins, tid, addr):
@@ -168,7 +305,7 @@ def _gofs(addr, width, alo, ahi):
 @njit(cache=True)
 def _load(m8, m32, off, width, typ):
     """Load ``width`` bytes at byte offset ``off`` (aligned) as raw bits; sub-word loads sign/zero
-    extend by ``typ``. Returns up to 64 bits; 128-bit loads use :func:`_load_word`."""
+    extend by ``typ``. Returns up to 64 bits; 128-bit loads copy words directly."""
     if width == 4:
         return np.int64(m32[off >> 2])
     if width == 8:
@@ -200,6 +337,9 @@ def _store(m8, m32, off, width, v):
 
 @njit(cache=True)
 def _sreg(which, tid, tx, ty, tz, cx, cy, cz, lane, clock):
+    """Special register ``which`` (ops.SREGS numbering): thread/block index, lane id and lane
+    masks (EQ, LT, LE, GT, GE), the clock (rows traced so far), 0 (SMID, CgaCtaId), 1 (NSMID),
+    the warp id."""
     if which == 0:
         return tx
     if which == 1:
@@ -274,38 +414,41 @@ def _atomic(op, typ, width, old, a, b, su, sf, sq, sd):
     return (old + 1) & M32   # POPC.INC: one per lane
 
 
+# ---- executors: one SASS operation for the lanes of ``ex`` ---------------------------------------
+# Common arguments: pc (instruction index), w (warp), ex (lanes that execute: active, guard true;
+# all lanes for uniform instructions), m (the row's mask), code (the code table), okind, oreg,
+# oval, oflag (the lowered operands), regs, pm. Operand slots are the canonical ones of lower._canonicalize.
+# The hottest executors (IMAD, ISETP, FADD/FMUL/FFMA, S2R, LDC, LD/ST/ATOM) spell their per-lane
+# operand reads and writes out: written with the helpers above their lane loops measured 8-10%
+# slower (benchmarks/emu_speed.py), more than the shared form is worth on the interpreter's main path.
+
 @njit(cache=True)
 def _x_mov(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
-    """Execute MOV for the lanes of ``ex``."""
-    k1 = okind[pc, 1]
+    """MOV d, a."""
+    k1, r1, v1, _ = _opnd(okind, oreg, oval, oflag, pc, 1)
     r0 = oreg[pc, 0]
-    r1 = oreg[pc, 1]
-    v1 = oval[pc, 1]
     for l in range(32):
         if (ex >> l) & 1:
-            a = np.int64(regs[w, r1, l]) if k1 == O.K_REG else v1 & M32
-            if r0 != O.RZ_ROW and r0 != O.URZ_ROW:
-                regs[w, r0, l] = np.uint32(a)
-    return 0
+            _put(regs, w, r0, l, _u32(regs, w, l, k1, r1, v1))
 
 
 @njit(cache=True)
 def _x_iadd3(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
-    """Execute IADD3 for the lanes of ``ex``."""
+    """IADD3 d, a, b, c (slots d, a, b, c, po0, po1, ci0, ci1): d = a + b + c + ci0 + ci1 mod 2³²
+    (``-x`` two's, ``~x`` one's complement); po0 is set when the sum carries at least 1 out of bit
+    31, po1 when it carries 2."""
     r0 = oreg[pc, 0]
-    # canonical: d, a, b, c, po0, po1, ci0, ci1
-    k6, r6, f6 = okind[pc, 6], oreg[pc, 6], oflag[pc, 6]
-    k7, r7, f7 = okind[pc, 7], oreg[pc, 7], oflag[pc, 7]
-    ci0 = 0 if k6 != O.K_PRED else (pm[w, r6] if not (f6 & O.F_NOT) else ~pm[w, r6] & FULL)
-    ci1 = 0 if k7 != O.K_PRED else (pm[w, r7] if not (f7 & O.F_NOT) else ~pm[w, r7] & FULL)
+    k6, r6, _, f6 = _opnd(okind, oreg, oval, oflag, pc, 6)
+    k7, r7, _, f7 = _opnd(okind, oreg, oval, oflag, pc, 7)
+    ci0 = _carry_in(pm, w, k6, r6, f6)
+    ci1 = _carry_in(pm, w, k7, r7, f7)
     po0, po1 = 0, 0
     for l in range(32):
         if (ex >> l) & 1:
             s = 0
             for j in range(3):
-                kj = okind[pc, 1 + j]
-                x = np.int64(regs[w, oreg[pc, 1 + j], l]) if kj == O.K_REG else oval[pc, 1 + j] & M32
-                fj = oflag[pc, 1 + j]
+                kj, rj, vj, fj = _opnd(okind, oreg, oval, oflag, pc, 1 + j)
+                x = _u32(regs, w, l, kj, rj, vj)
                 if fj & O.F_NEG:
                     x = (~x & M32) + 1
                 elif fj & O.F_NOT:
@@ -317,63 +460,36 @@ def _x_iadd3(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
                 po0 |= 1 << l
             if carry >= 2:
                 po1 |= 1 << l
-            if r0 != O.RZ_ROW and r0 != O.URZ_ROW:
-                regs[w, r0, l] = np.uint32(s & M32)
-    for j in range(2):
-        if okind[pc, 4 + j] == O.K_PRED:
-            slot = oreg[pc, 4 + j]
-            if slot != O.PT_SLOT and slot != O.UPT_SLOT:
-                pv = po0 if j == 0 else po1
-                pm[w, slot] = (pm[w, slot] & ~ex & FULL) | (pv & ex)
-    return 0
+            _put(regs, w, r0, l, s)
+    _set_pred_opnd(okind, oreg, pm, w, pc, 4, po0, ex)
+    _set_pred_opnd(okind, oreg, pm, w, pc, 5, po1, ex)
 
 
 @njit(cache=True)
 def _x_viadd(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
-    """Execute VIADD for the lanes of ``ex``."""
-    k1 = okind[pc, 1]
-    k2 = okind[pc, 2]
+    """VIADD d, a, b: d = a + b mod 2³²."""
+    k1, r1, v1, f1 = _opnd(okind, oreg, oval, oflag, pc, 1)
+    k2, r2, v2, f2 = _opnd(okind, oreg, oval, oflag, pc, 2)
     r0 = oreg[pc, 0]
-    r1 = oreg[pc, 1]
-    r2 = oreg[pc, 2]
-    v1 = oval[pc, 1]
-    v2 = oval[pc, 2]
-    f1 = oflag[pc, 1]
-    f2 = oflag[pc, 2]
     for l in range(32):
         if (ex >> l) & 1:
-            a = np.int64(regs[w, r1, l]) if k1 == O.K_REG else v1 & M32
-            b = np.int64(regs[w, r2, l]) if k2 == O.K_REG else v2 & M32
-            s = (_imod(a, f1) + _imod(b, f2)) & M32
-            if r0 != O.RZ_ROW and r0 != O.URZ_ROW:
-                regs[w, r0, l] = np.uint32(s)
-    return 0
+            a = _imod(_u32(regs, w, l, k1, r1, v1), f1)
+            b = _imod(_u32(regs, w, l, k2, r2, v2), f2)
+            _put(regs, w, r0, l, a + b)
 
 
 @njit(cache=True)
 def _x_imad(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
-    """Execute IMAD for the lanes of ``ex``."""
-    m0 = code[pc, O.C_M]
-    m1 = code[pc, O.C_M + 1]
-    m2 = code[pc, O.C_M + 2]
-    k1 = okind[pc, 1]
-    k2 = okind[pc, 2]
-    k3 = okind[pc, 3]
+    """IMAD d, a, b, c (slots d, a, b, c, po, ci; m0 0 lo / 1 .HI / 2 .WIDE, m1 .U32, m2 .X):
+    d = a·b + c (+ ci with .X) — the low word with carry-out po; .WIDE the 64-bit product plus the
+    pair c into the pair d; .HI bits 63…32 of a·b + the pair c."""
+    m0, m1, m2, _, _ = _mods(code, pc)
+    k1, r1, v1, f1 = _opnd(okind, oreg, oval, oflag, pc, 1)
+    k2, r2, v2, f2 = _opnd(okind, oreg, oval, oflag, pc, 2)
+    k3, r3, v3, f3 = _opnd(okind, oreg, oval, oflag, pc, 3)
+    k5, r5, _, f5 = _opnd(okind, oreg, oval, oflag, pc, 5)
     r0 = oreg[pc, 0]
-    r1 = oreg[pc, 1]
-    r2 = oreg[pc, 2]
-    r3 = oreg[pc, 3]
-    v1 = oval[pc, 1]
-    v2 = oval[pc, 2]
-    v3 = oval[pc, 3]
-    f1 = oflag[pc, 1]
-    f2 = oflag[pc, 2]
-    f3 = oflag[pc, 3]
-    # canonical: d, a, b, c, po, ci ; m0: 0 lo, 1 hi, 2 wide; m1 unsigned; m2 .X
-    k5, r5, f5 = okind[pc, 5], oreg[pc, 5], oflag[pc, 5]
-    ci = 0
-    if m2 and k5 == O.K_PRED:
-        ci = pm[w, r5] if not (f5 & O.F_NOT) else ~pm[w, r5] & FULL
+    ci = _carry_in(pm, w, k5, r5, f5) if m2 else 0
     po = 0
     for l in range(32):
         if (ex >> l) & 1:
@@ -426,35 +542,23 @@ def _x_imad(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
 
 @njit(cache=True)
 def _x_lea(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
-    """Execute LEA for the lanes of ``ex``."""
-    m0 = code[pc, O.C_M]
-    m2 = code[pc, O.C_M + 2]
-    k1 = okind[pc, 1]
-    k2 = okind[pc, 2]
-    k3 = okind[pc, 3]
+    """LEA d, a, b[, c], shift (slots d, a, b, c, shift, po, ci; m0 .HI, m2 .SX32; .X is the carry-in
+    ci): d = (a << shift) + b + ci; .HI shifts the pair c:a and keeps its high word (.SX32: the
+    sign extension of a)."""
+    m0, _, m2, _, _ = _mods(code, pc)
+    k1, r1, v1, f1 = _opnd(okind, oreg, oval, oflag, pc, 1)
+    k2, r2, v2, f2 = _opnd(okind, oreg, oval, oflag, pc, 2)
+    k3, r3, v3, _ = _opnd(okind, oreg, oval, oflag, pc, 3)
+    k6, r6, _, f6 = _opnd(okind, oreg, oval, oflag, pc, 6)
     r0 = oreg[pc, 0]
-    r1 = oreg[pc, 1]
-    r2 = oreg[pc, 2]
-    r3 = oreg[pc, 3]
-    v1 = oval[pc, 1]
-    v2 = oval[pc, 2]
-    v3 = oval[pc, 3]
-    f1 = oflag[pc, 1]
-    f2 = oflag[pc, 2]
-    # canonical: d, a, b, c, shift, po, ci ; m0 HI, m2 SX32 (.X shows as the carry-in predicate ci)
-    k6, r6, f6 = okind[pc, 6], oreg[pc, 6], oflag[pc, 6]
-    ci = 0
-    if k6 == O.K_PRED:
-        ci = pm[w, r6] if not (f6 & O.F_NOT) else ~pm[w, r6] & FULL
+    ci = _carry_in(pm, w, k6, r6, f6)
     sh = oval[pc, 4] & 31
     po = 0
     for l in range(32):
         if (ex >> l) & 1:
-            a = np.int64(regs[w, r1, l]) if k1 == O.K_REG else v1 & M32
-            b = np.int64(regs[w, r2, l]) if k2 == O.K_REG else v2 & M32
-            c = np.int64(regs[w, r3, l]) if k3 == O.K_REG else v3 & M32
-            a = _imod(a, f1)
-            b = _imod(b, f2)
+            a = _imod(_u32(regs, w, l, k1, r1, v1), f1)
+            b = _imod(_u32(regs, w, l, k2, r2, v2), f2)
+            c = _u32(regs, w, l, k3, r3, v3)
             if m0:
                 if m2:
                     x = (s32(a) >> (32 - sh)) & M32 if sh > 0 else (M32 if s32(a) < 0 else 0)
@@ -465,96 +569,56 @@ def _x_lea(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
             s = x + b + ((ci >> l) & 1)
             if s >> 32:
                 po |= 1 << l
-            if r0 != O.RZ_ROW and r0 != O.URZ_ROW:
-                regs[w, r0, l] = np.uint32(s & M32)
-    if okind[pc, 5] == O.K_PRED:
-        slot = oreg[pc, 5]
-        if slot != O.PT_SLOT and slot != O.UPT_SLOT:
-            pm[w, slot] = (pm[w, slot] & ~ex & FULL) | (po & ex)
-    return 0
+            _put(regs, w, r0, l, s)
+    _set_pred_opnd(okind, oreg, pm, w, pc, 5, po, ex)
 
 
 @njit(cache=True)
 def _x_lop3(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
-    """Execute LOP3 for the lanes of ``ex``."""
-    k0 = okind[pc, 0]
-    k1 = okind[pc, 1]
-    k2 = okind[pc, 2]
-    k3 = okind[pc, 3]
-    r0 = oreg[pc, 0]
-    r1 = oreg[pc, 1]
-    r2 = oreg[pc, 2]
-    r3 = oreg[pc, 3]
-    v1 = oval[pc, 1]
-    v2 = oval[pc, 2]
-    v3 = oval[pc, 3]
-    f1 = oflag[pc, 1]
-    f2 = oflag[pc, 2]
-    f3 = oflag[pc, 3]
-    # canonical: d, a, b, c, lut, pd, pin
+    """LOP3 d, a, b, c, lut[, pd] (slots d, a, b, c, lut, pd): d = lut(a, b, c) bitwise; pd is set
+    where the result is non-zero."""
+    k0, r0, _, _ = _opnd(okind, oreg, oval, oflag, pc, 0)
+    k1, r1, v1, f1 = _opnd(okind, oreg, oval, oflag, pc, 1)
+    k2, r2, v2, f2 = _opnd(okind, oreg, oval, oflag, pc, 2)
+    k3, r3, v3, f3 = _opnd(okind, oreg, oval, oflag, pc, 3)
     lut = oval[pc, 4] & 0xFF
     pd = 0
     for l in range(32):
         if (ex >> l) & 1:
-            a = np.int64(regs[w, r1, l]) if k1 == O.K_REG else v1 & M32
-            b = np.int64(regs[w, r2, l]) if k2 == O.K_REG else v2 & M32
-            c = np.int64(regs[w, r3, l]) if k3 == O.K_REG else v3 & M32
-            res = _lut3(lut, _imod(a, f1), _imod(b, f2), _imod(c, f3))
+            res = _lut3(lut, _imod(_u32(regs, w, l, k1, r1, v1), f1), _imod(_u32(regs, w, l, k2, r2, v2), f2),
+                        _imod(_u32(regs, w, l, k3, r3, v3), f3))
             if res != 0:
                 pd |= 1 << l
-            if r0 != O.RZ_ROW and r0 != O.URZ_ROW and k0 == O.K_REG:
-                regs[w, r0, l] = np.uint32(res)
-    if okind[pc, 5] == O.K_PRED:
-        slot = oreg[pc, 5]
-        if slot != O.PT_SLOT and slot != O.UPT_SLOT:
-            pm[w, slot] = (pm[w, slot] & ~ex & FULL) | (pd & ex)
-    return 0
+            if k0 == O.K_REG:
+                _put(regs, w, r0, l, res)
+    _set_pred_opnd(okind, oreg, pm, w, pc, 5, pd, ex)
 
 
 @njit(cache=True)
 def _x_plop3(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
-    """Execute PLOP3 for the lanes of ``ex``."""
-    r2 = oreg[pc, 2]
-    r3 = oreg[pc, 3]
-    f2 = oflag[pc, 2]
-    f3 = oflag[pc, 3]
-    # canonical: pd, pq, a, b, c, lut1, lut2
-    pa = pm[w, r2] if not (f2 & O.F_NOT) else ~pm[w, r2] & FULL
-    pb = pm[w, r3] if not (f3 & O.F_NOT) else ~pm[w, r3] & FULL
-    r4 = oreg[pc, 4]
-    pc_ = pm[w, r4] if not (oflag[pc, 4] & O.F_NOT) else ~pm[w, r4] & FULL
+    """PLOP3 pd, pq, a, b, c, lut1, lut2: pd = lut1(a, b, c), pq = lut2(a, b, c) on predicates."""
+    pa = _plane(pm, w, oreg[pc, 2], oflag[pc, 2])
+    pb = _plane(pm, w, oreg[pc, 3], oflag[pc, 3])
+    pc_ = _plane(pm, w, oreg[pc, 4], oflag[pc, 4])
     for j in range(2):
-        slot = oreg[pc, j]
-        if okind[pc, j] == O.K_PRED and slot != O.PT_SLOT and slot != O.UPT_SLOT:
-            res = _lut3(oval[pc, 5 + j] & 0xFF, pa, pb, pc_)
-            pm[w, slot] = (pm[w, slot] & ~ex & FULL) | (res & ex)
-    return 0
+        _set_pred_opnd(okind, oreg, pm, w, pc, j, _lut3(oval[pc, 5 + j] & 0xFF, pa, pb, pc_), ex)
 
 
 @njit(cache=True)
 def _x_shf(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
-    """Execute SHF for the lanes of ``ex``."""
-    m0 = code[pc, O.C_M]
-    m1 = code[pc, O.C_M + 1]
-    m2 = code[pc, O.C_M + 2]
-    m3 = code[pc, O.C_M + 3]
-    m4 = code[pc, O.C_M + 4]
-    k1 = okind[pc, 1]
-    k2 = okind[pc, 2]
-    k3 = okind[pc, 3]
+    """SHF d, lo, shift, hi (m0 .L, m1 .HI, m2 signed, m3 64-bit type, m4 .W): shift the pair
+    hi:lo left or right (arithmetically when signed) and keep the low or high word; .W wraps the
+    shift to 5 bits, otherwise it clamps at the type's width."""
+    m0, m1, m2, m3, m4 = _mods(code, pc)
+    k1, r1, v1, _ = _opnd(okind, oreg, oval, oflag, pc, 1)
+    k2, r2, v2, _ = _opnd(okind, oreg, oval, oflag, pc, 2)
+    k3, r3, v3, _ = _opnd(okind, oreg, oval, oflag, pc, 3)
     r0 = oreg[pc, 0]
-    r1 = oreg[pc, 1]
-    r2 = oreg[pc, 2]
-    r3 = oreg[pc, 3]
-    v1 = oval[pc, 1]
-    v2 = oval[pc, 2]
-    v3 = oval[pc, 3]
-    # d, lo, shift, hi ; m0 left, m1 HI, m2 signed, m3 64-bit type, m4 .W
     for l in range(32):
         if (ex >> l) & 1:
-            lo = np.int64(regs[w, r1, l]) if k1 == O.K_REG else v1 & M32
-            s = np.int64(regs[w, r2, l]) if k2 == O.K_REG else v2 & M32
-            hi = np.int64(regs[w, r3, l]) if k3 == O.K_REG else v3 & M32
+            lo = _u32(regs, w, l, k1, r1, v1)
+            s = _u32(regs, w, l, k2, r2, v2)
+            hi = _u32(regs, w, l, k3, r3, v3)
             if m4:
                 s = s & 31
             else:
@@ -563,75 +627,53 @@ def _x_shf(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
             val = (hi << 32) | lo
             if m0:
                 res = (val << s) if s < 64 else 0
+            elif m2:
+                res = ((s32(hi) << 32) | lo) >> (s if s < 64 else 63)
             else:
-                if m2:
-                    sv = (s32(hi) << 32) | lo
-                    res = sv >> (s if s < 64 else 63)
-                else:
-                    res = np.int64(np.uint64(val) >> np.uint64(s)) if s < 64 else 0
-            out = (res >> 32) & M32 if m1 else res & M32
-            if r0 != O.RZ_ROW and r0 != O.URZ_ROW:
-                regs[w, r0, l] = np.uint32(out)
-    return 0
+                res = np.int64(np.uint64(val) >> np.uint64(s)) if s < 64 else 0
+            _put(regs, w, r0, l, (res >> 32) if m1 else res)
 
 
 @njit(cache=True)
 def _x_imnmx(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
-    """Execute IMNMX for the lanes of ``ex``."""
+    """IMNMX d, a, b, p (m0 .U32): d = min(a, b) where p is true, max(a, b) elsewhere."""
     m0 = code[pc, O.C_M]
-    k1 = okind[pc, 1]
-    k2 = okind[pc, 2]
+    k1, r1, v1, f1 = _opnd(okind, oreg, oval, oflag, pc, 1)
+    k2, r2, v2, f2 = _opnd(okind, oreg, oval, oflag, pc, 2)
+    _, r3, _, f3 = _opnd(okind, oreg, oval, oflag, pc, 3)
     r0 = oreg[pc, 0]
-    r1 = oreg[pc, 1]
-    r2 = oreg[pc, 2]
-    r3 = oreg[pc, 3]
-    v1 = oval[pc, 1]
-    v2 = oval[pc, 2]
-    f1 = oflag[pc, 1]
-    f2 = oflag[pc, 2]
-    f3 = oflag[pc, 3]
-    r3p = pm[w, r3] if not (f3 & O.F_NOT) else ~pm[w, r3] & FULL
+    take_min = _plane(pm, w, r3, f3)
     for l in range(32):
         if (ex >> l) & 1:
-            a = np.int64(regs[w, r1, l]) if k1 == O.K_REG else v1 & M32
-            b = np.int64(regs[w, r2, l]) if k2 == O.K_REG else v2 & M32
-            a = _imod(a, f1)
-            b = _imod(b, f2)
+            a = _imod(_u32(regs, w, l, k1, r1, v1), f1)
+            b = _imod(_u32(regs, w, l, k2, r2, v2), f2)
             x, y = (a, b) if m0 else (s32(a), s32(b))
-            mn = (r3p >> l) & 1
-            res = (x if x < y else y) if mn else (x if x > y else y)
-            if r0 != O.RZ_ROW and r0 != O.URZ_ROW:
-                regs[w, r0, l] = np.uint32(res & M32)
-    return 0
+            res = (x if x < y else y) if (take_min >> l) & 1 else (x if x > y else y)
+            _put(regs, w, r0, l, res)
 
 
 @njit(cache=True)
 def _x_popc(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
-    """Execute POPC/FLO/BREV/IABS for the lanes of ``ex``."""
+    """POPC (bit count), IABS (|a|), BREV (bit reverse), FLO (m0 .SH, m1 signed: index of the
+    highest set bit — of ~a for a negative signed a —, 0xFFFFFFFF when none; .SH counts from bit
+    31) of d, a."""
     op = code[pc, O.C_OP]
-    m0 = code[pc, O.C_M]
-    m1 = code[pc, O.C_M + 1]
-    k1 = okind[pc, 1]
+    m0, m1, _, _, _ = _mods(code, pc)
+    k1, r1, v1, f1 = _opnd(okind, oreg, oval, oflag, pc, 1)
     r0 = oreg[pc, 0]
-    r1 = oreg[pc, 1]
-    v1 = oval[pc, 1]
-    f1 = oflag[pc, 1]
     for l in range(32):
         if (ex >> l) & 1:
-            a = np.int64(regs[w, r1, l]) if k1 == O.K_REG else v1 & M32
-            a = _imod(a, f1)
+            a = _imod(_u32(regs, w, l, k1, r1, v1), f1)
             if op == O.OP_POPC:
                 res = _popc(a)
             elif op == O.OP_IABS:
-                res = abs(s32(a)) & M32
+                res = abs(s32(a))
             elif op == O.OP_BREV:
                 res = 0
                 for j in range(32):
                     res |= ((a >> j) & 1) << (31 - j)
             else:
-                x = a
-                if m1 and s32(a) < 0:
-                    x = ~a & M32
+                x = ~a & M32 if m1 and s32(a) < 0 else a
                 res = M32
                 for j in range(31, -1, -1):
                     if (x >> j) & 1:
@@ -639,9 +681,7 @@ def _x_popc(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
                         break
                 if m0 and res != M32:
                     res = 31 - res
-            if r0 != O.RZ_ROW and r0 != O.URZ_ROW:
-                regs[w, r0, l] = np.uint32(res & M32)
-    return 0
+            _put(regs, w, r0, l, res)
 
 
 @njit(cache=True)
@@ -649,19 +689,18 @@ def _x_bmsk(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
     """BMSK d, pos, width: ``width`` ones starting at bit ``pos`` (``.W`` wraps both to 5 bits,
     else they clamp at 32); SGXT d, a, bits: sign- (``.U32``: zero-) extend the low ``bits``."""
     op = code[pc, O.C_OP]
-    m0 = code[pc, O.C_M]
-    m1 = code[pc, O.C_M + 1]
-    k1, k2, r0, r1, r2 = okind[pc, 1], okind[pc, 2], oreg[pc, 0], oreg[pc, 1], oreg[pc, 2]
-    v1, v2 = oval[pc, 1], oval[pc, 2]
+    m0, m1, _, _, _ = _mods(code, pc)
+    k1, r1, v1, _ = _opnd(okind, oreg, oval, oflag, pc, 1)
+    k2, r2, v2, _ = _opnd(okind, oreg, oval, oflag, pc, 2)
+    r0 = oreg[pc, 0]
     for l in range(32):
         if (ex >> l) & 1:
-            a = np.int64(regs[w, r1, l]) if k1 == O.K_REG else v1 & M32
-            b = np.int64(regs[w, r2, l]) if k2 == O.K_REG else v2 & M32
+            a = _u32(regs, w, l, k1, r1, v1)
+            b = _u32(regs, w, l, k2, r2, v2)
             if op == O.OP_BMSK:
-                wrap = m0
-                pos = a & 31 if wrap else (a if a < 32 else 32)
-                width = b & 31 if wrap else (b if b < 32 else 32)
-                res = (((1 << width) - 1) << pos) & M32
+                pos = a & 31 if m0 else (a if a < 32 else 32)
+                width = b & 31 if m0 else (b if b < 32 else 32)
+                res = ((1 << width) - 1) << pos
             else:
                 bits = b & 31 if m1 else (b if b < 32 else 32)
                 if bits == 0:
@@ -672,9 +711,14 @@ def _x_bmsk(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
                     res = a & ((1 << bits) - 1)
                     if not m0 and (res >> (bits - 1)) & 1:
                         res |= (M32 << bits) & M32
-            if r0 != O.RZ_ROW and r0 != O.URZ_ROW:
-                regs[w, r0, l] = np.uint32(res & M32)
-    return 0
+            _put(regs, w, r0, l, res)
+
+
+@njit(cache=True)
+def _half_of(regs, w, r, l, i):
+    """fp16 element ``i`` of a fragment held two per register from row ``r`` (element 2j in the low
+    half of R(r+j)), as float64."""
+    return h2f((np.int64(regs[w, r + i // 2, l]) >> (16 * (i & 1))) & 0xFFFF)
 
 
 @njit(cache=True)
@@ -693,17 +737,15 @@ def _x_hmma(pc, w, code, oreg, regs, su, sf):
         g = l >> 2
         t = l & 3
         for i in range(k // 2):
-            h = (np.int64(regs[w, ra + i // 2, l]) >> (16 * (i & 1))) & 0xFFFF
-            A[g + (8 if (i % 4) >= 2 else 0), 2 * t + (i & 1) + (8 if i >= 4 else 0)] = h2f(h)
+            A[g + (8 if (i % 4) >= 2 else 0), 2 * t + (i & 1) + (8 if i >= 4 else 0)] = _half_of(regs, w, ra, l, i)
         for i in range(k // 4):
-            h = (np.int64(regs[w, rb + i // 2, l]) >> (16 * (i & 1))) & 0xFFFF
-            B[2 * t + (i & 1) + (8 if i >= 2 else 0), g] = h2f(h)
+            B[2 * t + (i & 1) + (8 if i >= 2 else 0), g] = _half_of(regs, w, rb, l, i)
         if rc != O.RZ_ROW:
             for i in range(4):
                 if f32acc:
                     v = f32_of(np.int64(regs[w, rc + i, l]), su, sf)
                 else:
-                    v = h2f((np.int64(regs[w, rc + i // 2, l]) >> (16 * (i & 1))) & 0xFFFF)
+                    v = _half_of(regs, w, rc, l, i)
                 C[g + (8 if i >= 2 else 0), 2 * t + (i & 1)] = v
     for l in range(32):
         g = l >> 2
@@ -716,34 +758,26 @@ def _x_hmma(pc, w, code, oreg, regs, su, sf):
             for j in range(k):
                 acc += A[row, j] * B[j, col]
             if f32acc:
-                if rd + i != O.RZ_ROW:
-                    regs[w, rd + i, l] = np.uint32(bits_of_f32(acc, su, sf))
+                _put(regs, w, rd + i, l, bits_of_f32(acc, su, sf))
             else:
                 packed |= f2h(acc) << (16 * (i & 1))
-                if i & 1 and rd + i // 2 != O.RZ_ROW:
-                    regs[w, rd + i // 2, l] = np.uint32(packed & M32)
+                if i & 1:
+                    _put(regs, w, rd + i // 2, l, packed)
                     packed = 0
 
 
 @njit(cache=True)
 def _x_prmt(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
-    """Execute PRMT for the lanes of ``ex``."""
-    k1 = okind[pc, 1]
-    k2 = okind[pc, 2]
-    k3 = okind[pc, 3]
+    """PRMT d, a, sel, b (default mode): byte j of d is byte sel.nibble[j] & 7 of the pair b:a,
+    replicated sign bit when the nibble's bit 3 is set."""
+    k1, r1, v1, _ = _opnd(okind, oreg, oval, oflag, pc, 1)
+    k2, r2, v2, _ = _opnd(okind, oreg, oval, oflag, pc, 2)
+    k3, r3, v3, _ = _opnd(okind, oreg, oval, oflag, pc, 3)
     r0 = oreg[pc, 0]
-    r1 = oreg[pc, 1]
-    r2 = oreg[pc, 2]
-    r3 = oreg[pc, 3]
-    v1 = oval[pc, 1]
-    v2 = oval[pc, 2]
-    v3 = oval[pc, 3]
     for l in range(32):
         if (ex >> l) & 1:
-            a = np.int64(regs[w, r1, l]) if k1 == O.K_REG else v1 & M32
-            sel = np.int64(regs[w, r2, l]) if k2 == O.K_REG else v2 & M32
-            b = np.int64(regs[w, r3, l]) if k3 == O.K_REG else v3 & M32
-            src = (b << 32) | a
+            sel = _u32(regs, w, l, k2, r2, v2)
+            src = (_u32(regs, w, l, k3, r3, v3) << 32) | _u32(regs, w, l, k1, r1, v1)
             res = 0
             for j in range(4):
                 nib = (sel >> (4 * j)) & 0xF
@@ -751,32 +785,23 @@ def _x_prmt(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
                 if nib & 8:
                     byte = 0xFF if byte & 0x80 else 0
                 res |= byte << (8 * j)
-            if r0 != O.RZ_ROW and r0 != O.URZ_ROW:
-                regs[w, r0, l] = np.uint32(res)
-    return 0
+            _put(regs, w, r0, l, res)
 
 
 @njit(cache=True)
 def _x_sel(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
-    """Execute SEL/FSEL for the lanes of ``ex``."""
-    op = code[pc, O.C_OP]
-    k1 = okind[pc, 1]
-    k2 = okind[pc, 2]
+    """SEL/FSEL d, a, b, p: d = p ? a : b (FSEL's ``-x`` flips the sign bit)."""
+    fsel = code[pc, O.C_OP] == O.OP_FSEL
+    k1, r1, v1, f1 = _opnd(okind, oreg, oval, oflag, pc, 1)
+    k2, r2, v2, f2 = _opnd(okind, oreg, oval, oflag, pc, 2)
+    _, r3, _, f3 = _opnd(okind, oreg, oval, oflag, pc, 3)
     r0 = oreg[pc, 0]
-    r1 = oreg[pc, 1]
-    r2 = oreg[pc, 2]
-    r3 = oreg[pc, 3]
-    v1 = oval[pc, 1]
-    v2 = oval[pc, 2]
-    f1 = oflag[pc, 1]
-    f2 = oflag[pc, 2]
-    f3 = oflag[pc, 3]
-    p = pm[w, r3] if not (f3 & O.F_NOT) else ~pm[w, r3] & FULL
+    p = _plane(pm, w, r3, f3)
     for l in range(32):
         if (ex >> l) & 1:
-            a = np.int64(regs[w, r1, l]) if k1 == O.K_REG else v1 & M32
-            b = np.int64(regs[w, r2, l]) if k2 == O.K_REG else v2 & M32
-            if op == O.OP_FSEL:
+            a = _u32(regs, w, l, k1, r1, v1)
+            b = _u32(regs, w, l, k2, r2, v2)
+            if fsel:
                 if f1 & O.F_NEG:
                     a ^= 0x80000000
                 if f2 & O.F_NEG:
@@ -784,36 +809,20 @@ def _x_sel(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
             else:
                 a = _imod(a, f1)
                 b = _imod(b, f2)
-            res = a if (p >> l) & 1 else b
-            if r0 != O.RZ_ROW and r0 != O.URZ_ROW:
-                regs[w, r0, l] = np.uint32(res & M32)
-    return 0
+            _put(regs, w, r0, l, a if (p >> l) & 1 else b)
 
 
 @njit(cache=True)
 def _x_isetp(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf, sq, sd):
-    """Execute ISETP/FSETP/DSETP/HSETP2 for the lanes of ``ex``."""
+    """ISETP/FSETP/DSETP pd, pq, a, b, pin[, pex] (m0 comparison, m1 boolean, m2 .U32, m3 .EX,
+    m4 .FTZ): c = a cmp b; pd = c bool pin, pq = ¬c bool pin. Floats compare unordered-aware;
+    ISETP.EX compares the high words of a multi-word value, ``pex`` being the lower words' result."""
     op = code[pc, O.C_OP]
-    m0 = code[pc, O.C_M]
-    m1 = code[pc, O.C_M + 1]
-    m2 = code[pc, O.C_M + 2]
-    m3 = code[pc, O.C_M + 3]
-    m4 = code[pc, O.C_M + 4]
-    k2 = okind[pc, 2]
-    k3 = okind[pc, 3]
-    r2 = oreg[pc, 2]
-    r3 = oreg[pc, 3]
-    v2 = oval[pc, 2]
-    v3 = oval[pc, 3]
-    f2 = oflag[pc, 2]
-    f3 = oflag[pc, 3]
-    # pd, pq, a, b, pin, pex ; m0 cmp, m1 bool, m2 unsigned, m3 EX, m4 FTZ
-    r4, f4 = oreg[pc, 4], oflag[pc, 4]
-    pin = pm[w, r4] if not (f4 & O.F_NOT) else ~pm[w, r4] & FULL
-    r5, f5 = oreg[pc, 5], oflag[pc, 5]
-    pex = 0
-    if m3:
-        pex = pm[w, r5] if not (f5 & O.F_NOT) else ~pm[w, r5] & FULL
+    m0, m1, m2, m3, m4 = _mods(code, pc)
+    k2, r2, v2, f2 = _opnd(okind, oreg, oval, oflag, pc, 2)
+    k3, r3, v3, f3 = _opnd(okind, oreg, oval, oflag, pc, 3)
+    pin = _plane(pm, w, oreg[pc, 4], oflag[pc, 4])
+    pex = _plane(pm, w, oreg[pc, 5], oflag[pc, 5]) if m3 else 0
     rp, rq = 0, 0
     for l in range(32):
         if (ex >> l) & 1:
@@ -878,73 +887,55 @@ def _x_isetp(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf, sq,
 
 
 @njit(cache=True)
+def _pr_mask(regs, w, l, k, r, v):
+    """The mask operand of P2R/R2P: the immediate when one is given, else the register."""
+    return v & M32 if k == O.K_IMM else np.int64(regs[w, r, l])
+
+
+@njit(cache=True)
 def _x_p2r(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
-    """Execute P2R for the lanes of ``ex``."""
-    k2 = okind[pc, 2]
-    k3 = okind[pc, 3]
+    """P2R d, PR, a, mask: d = (a & ~mask) | (P6…P0 as bits 6…0 & mask) (UP6…UP0 for a uniform d)."""
+    k2, r2, v2, _ = _opnd(okind, oreg, oval, oflag, pc, 2)
+    k3, r3, v3, _ = _opnd(okind, oreg, oval, oflag, pc, 3)
     r0 = oreg[pc, 0]
-    r2 = oreg[pc, 2]
-    r3 = oreg[pc, 3]
-    v2 = oval[pc, 2]
-    v3 = oval[pc, 3]
-    # d, (PR), a, mask : d = (a & ~mask) | (predicates & mask)
+    base = O.UP_SLOT0 if r0 >= O.UR_ROW0 else 0
     for l in range(32):
         if (ex >> l) & 1:
             bits = 0
-            base = O.UP_SLOT0 if r0 >= O.UR_ROW0 else 0
             for j in range(7):
                 bits |= ((pm[w, base + j] >> l) & 1) << j
-            a = np.int64(regs[w, r2, l]) if k2 == O.K_REG else v2 & M32
-            mk = v3 & M32 if k3 == O.K_IMM else np.int64(regs[w, r3, l])
-            if r0 != O.RZ_ROW and r0 != O.URZ_ROW:
-                regs[w, r0, l] = np.uint32(((a & ~mk) | (bits & mk)) & M32)
-    return 0
+            a = _u32(regs, w, l, k2, r2, v2)
+            mk = _pr_mask(regs, w, l, k3, r3, v3)
+            _put(regs, w, r0, l, (a & ~mk) | (bits & mk))
 
 
 @njit(cache=True)
 def _x_r2p(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
-    """Execute R2P for the lanes of ``ex``."""
-    k1 = okind[pc, 1]
-    k2 = okind[pc, 2]
-    r1 = oreg[pc, 1]
-    r2 = oreg[pc, 2]
-    v1 = oval[pc, 1]
-    v2 = oval[pc, 2]
-    # (PR), a, mask
+    """R2P PR, a, mask: Pj = bit j of a for every bit j (0…6) set in mask; the others keep."""
+    k1, r1, v1, _ = _opnd(okind, oreg, oval, oflag, pc, 1)
+    k2, r2, v2, _ = _opnd(okind, oreg, oval, oflag, pc, 2)
     for j in range(7):
         newbits = 0
         for l in range(32):
             if (ex >> l) & 1:
-                a = np.int64(regs[w, r1, l]) if k1 == O.K_REG else v1 & M32
-                mk = v2 & M32 if k2 == O.K_IMM else np.int64(regs[w, r2, l])
-                if (mk >> j) & 1:
+                a = _u32(regs, w, l, k1, r1, v1)
+                if (_pr_mask(regs, w, l, k2, r2, v2) >> j) & 1:
                     newbits |= ((a >> j) & 1) << l
                 else:
                     newbits |= ((pm[w, j] >> l) & 1) << l
-        pm[w, j] = (pm[w, j] & ~ex & FULL) | (newbits & ex)
-    return 0
+        _set_pred(pm, w, j, newbits, ex)
 
 
 @njit(cache=True)
 def _x_fadd(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf):
-    """Execute FADD/FMUL/FFMA for the lanes of ``ex``."""
+    """FADD d = a + b, FMUL d = a·b, FFMA d = a·b + c (fused) in float32 (m0 rounding, m1 .FTZ on
+    inputs and result, m2 .SAT)."""
     op = code[pc, O.C_OP]
-    m0 = code[pc, O.C_M]
-    m1 = code[pc, O.C_M + 1]
-    m2 = code[pc, O.C_M + 2]
-    k1 = okind[pc, 1]
-    k2 = okind[pc, 2]
-    k3 = okind[pc, 3]
+    m0, m1, m2, _, _ = _mods(code, pc)
+    k1, r1, v1, f1 = _opnd(okind, oreg, oval, oflag, pc, 1)
+    k2, r2, v2, f2 = _opnd(okind, oreg, oval, oflag, pc, 2)
+    k3, r3, v3, f3 = _opnd(okind, oreg, oval, oflag, pc, 3)
     r0 = oreg[pc, 0]
-    r1 = oreg[pc, 1]
-    r2 = oreg[pc, 2]
-    r3 = oreg[pc, 3]
-    v1 = oval[pc, 1]
-    v2 = oval[pc, 2]
-    v3 = oval[pc, 3]
-    f1 = oflag[pc, 1]
-    f2 = oflag[pc, 2]
-    f3 = oflag[pc, 3]
     for l in range(32):
         if (ex >> l) & 1:
             a = np.int64(regs[w, r1, l]) if k1 == O.K_REG else v1 & M32
@@ -979,57 +970,35 @@ def _x_fadd(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf):
 
 @njit(cache=True)
 def _x_fmnmx(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf):
-    """Execute FMNMX for the lanes of ``ex``."""
-    k1 = okind[pc, 1]
-    k2 = okind[pc, 2]
+    """FMNMX d, a, b, p: float32 min where p is true, max elsewhere."""
+    k1, r1, v1, f1 = _opnd(okind, oreg, oval, oflag, pc, 1)
+    k2, r2, v2, f2 = _opnd(okind, oreg, oval, oflag, pc, 2)
+    _, r3, _, f3 = _opnd(okind, oreg, oval, oflag, pc, 3)
     r0 = oreg[pc, 0]
-    r1 = oreg[pc, 1]
-    r2 = oreg[pc, 2]
-    r3 = oreg[pc, 3]
-    v1 = oval[pc, 1]
-    v2 = oval[pc, 2]
-    f1 = oflag[pc, 1]
-    f2 = oflag[pc, 2]
-    f3 = oflag[pc, 3]
-    p = pm[w, r3] if not (f3 & O.F_NOT) else ~pm[w, r3] & FULL
+    p = _plane(pm, w, r3, f3)
     for l in range(32):
         if (ex >> l) & 1:
-            a = np.int64(regs[w, r1, l]) if k1 == O.K_REG else v1 & M32
-            b = np.int64(regs[w, r2, l]) if k2 == O.K_REG else v2 & M32
-            x = _fmod(f32_of(a, su, sf), f1)
-            y = _fmod(f32_of(b, su, sf), f2)
-            if x != x:
-                d = y
-            elif y != y:
-                d = x
-            elif (p >> l) & 1:
-                d = x if x < y or (x == y and math.copysign(1.0, x) < 0) else y
-            else:
-                d = x if x > y or (x == y and math.copysign(1.0, x) > 0) else y
-            if r0 != O.RZ_ROW and r0 != O.URZ_ROW:
-                regs[w, r0, l] = np.uint32(bits_of_f32(d, su, sf))
-    return 0
+            x = _f32src(_u32(regs, w, l, k1, r1, v1), f1, 0, su, sf)
+            y = _f32src(_u32(regs, w, l, k2, r2, v2), f2, 0, su, sf)
+            _put(regs, w, r0, l, bits_of_f32(_minmax(x, y, (p >> l) & 1, True), su, sf))
 
 
 @njit(cache=True)
 def _x_mufu(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf, sq, sd):
-    """Execute MUFU for the lanes of ``ex``."""
+    """MUFU.fn d, a (m0 = fn, ops.MUFU), computed in double precision and rounded once; RCP64H /
+    RSQ64H take and give the high word of a double."""
     m0 = code[pc, O.C_M]
-    k1 = okind[pc, 1]
+    k1, r1, v1, f1 = _opnd(okind, oreg, oval, oflag, pc, 1)
     r0 = oreg[pc, 0]
-    r1 = oreg[pc, 1]
-    v1 = oval[pc, 1]
-    f1 = oflag[pc, 1]
     for l in range(32):
         if (ex >> l) & 1:
-            a = np.int64(regs[w, r1, l]) if k1 == O.K_REG else v1 & M32
+            a = _u32(regs, w, l, k1, r1, v1)
             if m0 == 7 or m0 == 8:   # RCP64H / RSQ64H: high word of a double
-                x = f64_of((a & M32) << 32, sq, sd)
-                x = _fmod(x, f1)
+                x = _fmod(f64_of(a << 32, sq, sd), f1)
                 y = 1.0 / x if m0 == 7 else (1.0 / math.sqrt(x) if x > 0 else (np.inf if x == 0 else np.nan))
-                res = (bits_of_f64(y, sq, sd) >> 32) & M32
+                res = bits_of_f64(y, sq, sd) >> 32
             else:
-                x = _fmod(f32_of(a, su, sf), f1)
+                x = _f32src(a, f1, 0, su, sf)
                 if m0 == 0:
                     y = 1.0 / x if x != 0 else math.copysign(np.inf, x)
                 elif m0 == 1:
@@ -1047,26 +1016,20 @@ def _x_mufu(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf, sq, 
                 else:
                     y = math.tanh(x)
                 res = bits_of_f32(y, su, sf)
-            if r0 != O.RZ_ROW and r0 != O.URZ_ROW:
-                regs[w, r0, l] = np.uint32(res)
-    return 0
+            _put(regs, w, r0, l, res)
 
 
 @njit(cache=True)
 def _x_fchk(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
-    """Execute FCHK for the lanes of ``ex``."""
-    k1 = okind[pc, 1]
-    k2 = okind[pc, 2]
-    r1 = oreg[pc, 1]
-    r2 = oreg[pc, 2]
-    v1 = oval[pc, 1]
-    v2 = oval[pc, 2]
-    # pd, a, b: true when a/b needs the slow path (special/denormal operands or exponent range)
+    """FCHK pd, a, b: true when a/b needs the slow path (special or denormal operands, or an
+    exponent difference the fast reciprocal path cannot handle)."""
+    k1, r1, v1, _ = _opnd(okind, oreg, oval, oflag, pc, 1)
+    k2, r2, v2, _ = _opnd(okind, oreg, oval, oflag, pc, 2)
     res = 0
     for l in range(32):
         if (ex >> l) & 1:
-            a = np.int64(regs[w, r1, l]) if k1 == O.K_REG else v1 & M32
-            b = np.int64(regs[w, r2, l]) if k2 == O.K_REG else v2 & M32
+            a = _u32(regs, w, l, k1, r1, v1)
+            b = _u32(regs, w, l, k2, r2, v2)
             ea = (a >> 23) & 0xFF
             eb = (b >> 23) & 0xFF
             slow = eb == 0 or eb == 255 or ea == 255 or (ea == 0 and (a & 0x7FFFFF) != 0)
@@ -1075,36 +1038,24 @@ def _x_fchk(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
                 slow = diff >= 126 or diff <= -126 or eb >= 253 or ea <= 24
             if slow:
                 res |= 1 << l
-    s0 = oreg[pc, 0]
-    if s0 != O.PT_SLOT:
-        pm[w, s0] = (pm[w, s0] & ~ex & FULL) | (res & ex)
-    return 0
+    _set_pred(pm, w, oreg[pc, 0], res, ex)
 
 
 @njit(cache=True)
 def _x_f2f(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf, sq, sd):
-    """Execute F2F/I2F/F2I/FRND for the lanes of ``ex``."""
+    """Conversions d, a: I2F (m0 dst bytes, m1 src bytes, m2 signed, m3 rounding), F2I (m0 dst
+    bytes, m1 signed, m2 src bytes, m3 rounding, m4 .FTZ), FRND (m0 rounding, m1 .F64: round to an
+    integral float), F2F (m0 dst bytes, m1 src bytes, m2 rounding, m3 .FTZ). 8-byte results fill a
+    register pair."""
     op = code[pc, O.C_OP]
-    m0 = code[pc, O.C_M]
-    m1 = code[pc, O.C_M + 1]
-    m2 = code[pc, O.C_M + 2]
-    m3 = code[pc, O.C_M + 3]
-    m4 = code[pc, O.C_M + 4]
-    k1 = okind[pc, 1]
+    m0, m1, m2, m3, m4 = _mods(code, pc)
+    k1, r1, v1, f1 = _opnd(okind, oreg, oval, oflag, pc, 1)
     r0 = oreg[pc, 0]
-    r1 = oreg[pc, 1]
-    v1 = oval[pc, 1]
-    f1 = oflag[pc, 1]
     for l in range(32):
         if (ex >> l) & 1:
-            if k1 == O.K_REG:
-                a = np.int64(regs[w, r1, l]) | (np.int64(regs[w, r1 + 1, l]) << 32)
-            else:
-                a = v1
-            out = 0
-            wide_out = False
+            a = _u64(regs, w, l, k1, r1, v1)
+            width = 4
             if op == O.OP_I2F:
-                # m0 dst bytes, m1 src bytes, m2 signed, m3 round
                 if m1 == 8:
                     x = np.float64(a) if m2 else (np.float64(a) if a >= 0 else np.float64(a & 0x7FFFFFFFFFFFFFFF) + 9.223372036854775808e18)
                 else:
@@ -1112,86 +1063,38 @@ def _x_f2f(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf, sq, s
                     if m2 and bits >> (8 * m1 - 1):
                         bits -= 1 << (8 * m1)
                     x = np.float64(bits)
-                if m0 == 8:
-                    out = bits_of_f64(x, sq, sd)
-                    wide_out = True
-                elif m0 == 2:
-                    out = f2h(x)
-                else:
-                    out = round_f32_bits(x, m3, su, sf)
+                out = _fbits(x, m0, m3, su, sf, sq, sd)
+                width = m0
             elif op == O.OP_F2I:
-                # m0 dst bytes, m1 signed, m2 src bytes, m3 round, m4 FTZ
-                if m2 == 8:
-                    x = _fmod(f64_of(a, sq, sd), f1)
-                elif m2 == 2:
-                    x = _fmod(h2f(a & 0xFFFF), f1)
-                else:
-                    x = _fmod(f32_of(a & M32, su, sf), f1)
-                    if m4:
-                        x = ftz32(x)
-                out = f2i(x, m3, m0, m1)
-                wide_out = m0 == 8
-                if not wide_out:
-                    out &= M32
+                out = f2i(_fsrc(a, m2, f1, m4, su, sf, sq, sd), m3, m0, m1)
+                width = m0
             elif op == O.OP_FRND:
-                if m1:
-                    out = bits_of_f64(round_int(_fmod(f64_of(a, sq, sd), f1), m0), sq, sd)
-                    wide_out = True
-                else:
-                    out = bits_of_f32(round_int(_fmod(f32_of(a & M32, su, sf), f1), m0), su, sf)
+                width = 8 if m1 else 4
+                x = round_int(_fsrc(a, width, f1, 0, su, sf, sq, sd), m0)
+                out = bits_of_f64(x, sq, sd) if m1 else bits_of_f32(x, su, sf)
             else:
-                # F2F: m0 dst bytes, m1 src bytes, m2 round, m3 FTZ
-                if m1 == 8:
-                    x = _fmod(f64_of(a, sq, sd), f1)
-                elif m1 == 2:
-                    x = _fmod(h2f(a & 0xFFFF), f1)
-                else:
-                    x = _fmod(f32_of(a & M32, su, sf), f1)
-                    if m3:
-                        x = ftz32(x)
-                if m0 == 8:
-                    out = bits_of_f64(x, sq, sd)
-                    wide_out = True
-                elif m0 == 2:
-                    out = f2h(x)
-                else:
-                    out = round_f32_bits(x, m2, su, sf)
-                    if m3:
-                        out = bits_of_f32(ftz32(f32_of(out, su, sf)), su, sf)
-            if r0 != O.RZ_ROW and r0 != O.URZ_ROW:
-                regs[w, r0, l] = np.uint32(out & M32)
-                if wide_out:
-                    regs[w, r0 + 1, l] = np.uint32((out >> 32) & M32)
-    return 0
+                out = _fbits(_fsrc(a, m1, f1, m3, su, sf, sq, sd), m0, m2, su, sf, sq, sd)
+                if m3 and m0 != 8 and m0 != 2:
+                    out = bits_of_f32(ftz32(f32_of(out, su, sf)), su, sf)
+                width = m0
+            _putw(regs, w, r0, l, out, width)
 
 
 @njit(cache=True)
 def _x_dadd(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, sq, sd):
-    """Execute DADD/DMUL/DFMA/DMNMX for the lanes of ``ex``."""
+    """DADD/DMUL/DFMA/DMNMX on register pairs (m0 rounding): the double result is rounded to
+    nearest, then moved one ulp as the exact residual of the operation and the mode require."""
     op = code[pc, O.C_OP]
     m0 = code[pc, O.C_M]
-    k1 = okind[pc, 1]
-    k2 = okind[pc, 2]
-    k3 = okind[pc, 3]
+    k1, r1, v1, f1 = _opnd(okind, oreg, oval, oflag, pc, 1)
+    k2, r2, v2, f2 = _opnd(okind, oreg, oval, oflag, pc, 2)
+    k3, r3, v3, f3 = _opnd(okind, oreg, oval, oflag, pc, 3)
     r0 = oreg[pc, 0]
-    r1 = oreg[pc, 1]
-    r2 = oreg[pc, 2]
-    r3 = oreg[pc, 3]
-    v1 = oval[pc, 1]
-    v2 = oval[pc, 2]
-    v3 = oval[pc, 3]
-    f1 = oflag[pc, 1]
-    f2 = oflag[pc, 2]
-    f3 = oflag[pc, 3]
-    p = 0
-    if op == O.OP_DMNMX:
-        p = pm[w, r3] if not (f3 & O.F_NOT) else ~pm[w, r3] & FULL
+    p = _plane(pm, w, r3, f3) if op == O.OP_DMNMX else 0
     for l in range(32):
         if (ex >> l) & 1:
-            a = (np.int64(regs[w, r1, l]) | (np.int64(regs[w, r1 + 1, l]) << 32)) if k1 == O.K_REG else v1
-            b = (np.int64(regs[w, r2, l]) | (np.int64(regs[w, r2 + 1, l]) << 32)) if k2 == O.K_REG else v2
-            x = _fmod(f64_of(a, sq, sd), f1)
-            y = _fmod(f64_of(b, sq, sd), f2)
+            x = _fmod(f64_of(_u64(regs, w, l, k1, r1, v1), sq, sd), f1)
+            y = _fmod(f64_of(_u64(regs, w, l, k2, r2, v2), sq, sd), f2)
             if op == O.OP_DADD:
                 d = x + y
                 bb = d - x
@@ -1200,87 +1103,46 @@ def _x_dadd(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, sq, sd):
                 d = x * y
                 resid = fma(x, y, -d)
             elif op == O.OP_DFMA:
-                c = (np.int64(regs[w, r3, l]) | (np.int64(regs[w, r3 + 1, l]) << 32)) if k3 == O.K_REG else v3
-                z = _fmod(f64_of(c, sq, sd), f3)
+                z = _fmod(f64_of(_u64(regs, w, l, k3, r3, v3), sq, sd), f3)
                 d = fma(x, y, z)
                 resid = fma(x, y, z - d) if m0 != 0 else 0.0
             else:
                 resid = 0.0
-                if x != x:
-                    d = y
-                elif y != y:
-                    d = x
-                elif (p >> l) & 1:
-                    d = x if x < y else y
-                else:
-                    d = x if x > y else y
+                d = _minmax(x, y, (p >> l) & 1, False)
             if m0 != 0 and d == d and abs(d) != np.inf:
                 d = adjust_f64(d, resid, m0)
-            out = bits_of_f64(d, sq, sd)
-            if r0 != O.RZ_ROW and r0 != O.URZ_ROW:
-                regs[w, r0, l] = np.uint32(out & M32)
-                regs[w, r0 + 1, l] = np.uint32((out >> 32) & M32)
-    return 0
+            _put64(regs, w, r0, l, bits_of_f64(d, sq, sd))
 
 
 @njit(cache=True)
 def _x_hadd2(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf):
-    """Execute HADD2/HMUL2/HFMA2/HMNMX2 for the lanes of ``ex``."""
+    """HADD2/HMUL2/HFMA2 d, a, b[, c] on fp16 pairs (m0 .F32: the low lane as one float32, m2
+    .SAT): each half is computed exactly (or fused) in double precision and rounded once."""
     op = code[pc, O.C_OP]
-    m0 = code[pc, O.C_M]
-    m2 = code[pc, O.C_M + 2]
-    k1 = okind[pc, 1]
-    k2 = okind[pc, 2]
-    k3 = okind[pc, 3]
+    m0, _, m2, _, _ = _mods(code, pc)
+    k1, r1, v1, f1 = _opnd(okind, oreg, oval, oflag, pc, 1)
+    k2, r2, v2, f2 = _opnd(okind, oreg, oval, oflag, pc, 2)
+    k3, r3, v3, f3 = _opnd(okind, oreg, oval, oflag, pc, 3)
     r0 = oreg[pc, 0]
-    r1 = oreg[pc, 1]
-    r2 = oreg[pc, 2]
-    r3 = oreg[pc, 3]
-    v1 = oval[pc, 1]
-    v2 = oval[pc, 2]
-    v3 = oval[pc, 3]
-    f1 = oflag[pc, 1]
-    f2 = oflag[pc, 2]
-    f3 = oflag[pc, 3]
-    # d, a, b[, c] ; m0 .F32 result (the low lane as one float), m2 SAT; each half is computed
-    # exactly (or fused) in double precision and rounded once to fp16
     for l in range(32):
         if (ex >> l) & 1:
-            a = np.int64(regs[w, r1, l]) if k1 == O.K_REG else v1 & M32
-            b = np.int64(regs[w, r2, l]) if k2 == O.K_REG else v2 & M32
-            al, ah = _half_pair(a, f1)
-            bl, bh = _half_pair(b, f2)
-            if f1 & O.F_F32:
-                al = ah = _fmod(f32_of(a, su, sf), f1)
-            if f2 & O.F_F32:
-                bl = bh = _fmod(f32_of(b, su, sf), f2)
-            cl, chh = 0.0, 0.0
-            if op == O.OP_HFMA2:
-                c = np.int64(regs[w, r3, l]) if k3 == O.K_REG else v3 & M32
-                cl, chh = _half_pair(c, f3)
-                if f3 & O.F_F32:
-                    cl = chh = _fmod(f32_of(c, su, sf), f3)
+            al, ah = _half_pair(_u32(regs, w, l, k1, r1, v1), f1, su, sf)
+            bl, bh = _half_pair(_u32(regs, w, l, k2, r2, v2), f2, su, sf)
             if op == O.OP_HADD2:
                 dl, dh = al + bl, ah + bh
             elif op == O.OP_HMUL2:
                 dl, dh = al * bl, ah * bh
             else:
-                dl, dh = fma(al, bl, cl), fma(ah, bh, chh)
+                cl, ch = _half_pair(_u32(regs, w, l, k3, r3, v3), f3, su, sf)
+                dl, dh = fma(al, bl, cl), fma(ah, bh, ch)
             if m2:
-                dl = 0.0 if dl != dl or dl < 0 else (1.0 if dl > 1 else dl)
-                dh = 0.0 if dh != dh or dh < 0 else (1.0 if dh > 1 else dh)
-            if m0:
-                out = bits_of_f32(dl, su, sf)
-            else:
-                out = f2h(dl) | (f2h(dh) << 16)
-            if r0 != O.RZ_ROW and r0 != O.URZ_ROW:
-                regs[w, r0, l] = np.uint32(out & M32)
-    return 0
+                dl, dh = _sat(dl), _sat(dh)
+            _put(regs, w, r0, l, bits_of_f32(dl, su, sf) if m0 else f2h(dl) | (f2h(dh) << 16))
 
 
 @njit(cache=True)
 def _x_s2r(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, block_xyz, cx, cy, cz, cnt):
-    """Execute S2R/CS2R for the lanes of ``ex``."""
+    """S2R/S2UR d, SR and CS2R d, SR (m0 = 8: the 64-bit pair, e.g. SR_CLOCKLO:HI; SRZ reads 0)."""
     op = code[pc, O.C_OP]
     m0 = code[pc, O.C_M]
     k1 = okind[pc, 1]
@@ -1306,7 +1168,8 @@ def _x_s2r(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, block_xyz, cx
 
 @njit(cache=True)
 def _x_ldc(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, cb32, err):
-    """Execute LDC for the lanes of ``ex``."""
+    """LDC d, c[bank][off] (resolved to an immediate at launch) or c[0][R+off] (bounds checked;
+    m0 bytes). Returns 0, or the error code after recording the fault."""
     m0 = code[pc, O.C_M]
     k1 = okind[pc, 1]
     r0 = oreg[pc, 0]
@@ -1341,95 +1204,68 @@ def _x_ldc(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, cb32, err):
 
 @njit(cache=True)
 def _x_shfl(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
-    """Execute SHFL for the lanes of ``ex``."""
+    """SHFL.mode pd, d, a, b, c (m0 0 IDX, 1 UP, 2 DOWN, 3 BFLY): d = a of the source lane chosen by
+    b within the segment and clamp that c encodes; pd is true where that lane is in range (else the
+    lane reads its own a)."""
     m0 = code[pc, O.C_M]
-    k2 = okind[pc, 2]
-    k3 = okind[pc, 3]
+    k2, r2, v2, _ = _opnd(okind, oreg, oval, oflag, pc, 2)
+    k3, r3, v3, _ = _opnd(okind, oreg, oval, oflag, pc, 3)
+    k4, r4, v4, _ = _opnd(okind, oreg, oval, oflag, pc, 4)
     r1 = oreg[pc, 1]
-    r2 = oreg[pc, 2]
-    r3 = oreg[pc, 3]
-    v2 = oval[pc, 2]
-    v3 = oval[pc, 3]
     vals = np.zeros((2, 32), np.int64)
-    # pd, d, a, b, c ; m0: 0 IDX, 1 UP, 2 DOWN, 3 BFLY
-    k4, r4, v4 = okind[pc, 4], oreg[pc, 4], oval[pc, 4]
     pd = 0
     for l in range(32):
-        vals[0, l] = np.int64(regs[w, r2, l]) if k2 == O.K_REG else v2 & M32
+        vals[0, l] = _u32(regs, w, l, k2, r2, v2)
     for l in range(32):
         if (ex >> l) & 1:
-            b = (np.int64(regs[w, r3, l]) if k3 == O.K_REG else v3) & 0x1F
-            c = np.int64(regs[w, r4, l]) if k4 == O.K_REG else v4 & M32
-            clamp = c & 0x1F
+            b = _u32(regs, w, l, k3, r3, v3) & 0x1F
+            c = _u32(regs, w, l, k4, r4, v4)
             segmask = (c >> 8) & 0x1F
             min_lane = l & segmask
-            max_lane = min_lane | (clamp & ~segmask)
+            max_lane = min_lane | (c & 0x1F & ~segmask)
             if m0 == 1:
                 j = l - b
                 ok = j >= max_lane
-            elif m0 == 2:
-                j = l + b
-                ok = j <= max_lane
-            elif m0 == 3:
-                j = l ^ b
-                ok = j <= max_lane
             else:
-                j = min_lane | (b & ~segmask & 0x1F)
+                j = l + b if m0 == 2 else (l ^ b if m0 == 3 else min_lane | (b & ~segmask & 0x1F))
                 ok = j <= max_lane
-            if not ok:
-                j = l
-            else:
+            if ok:
                 pd |= 1 << l
-            vals[1, l] = vals[0, j & 31]
+            vals[1, l] = vals[0, (j if ok else l) & 31]
     for l in range(32):
-        if (ex >> l) & 1 and r1 != O.RZ_ROW:
-            regs[w, r1, l] = np.uint32(vals[1, l])
-    s0 = oreg[pc, 0]
-    if okind[pc, 0] == O.K_PRED and s0 != O.PT_SLOT:
-        pm[w, s0] = (pm[w, s0] & ~ex & FULL) | (pd & ex)
-    return 0
+        if (ex >> l) & 1:
+            _put(regs, w, r1, l, vals[1, l])
+    _set_pred_opnd(okind, oreg, pm, w, pc, 0, pd, ex)
 
 
 @njit(cache=True)
 def _x_vote(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
-    """Execute VOTE for the lanes of ``ex``."""
+    """VOTE/VOTEU.mode d, pd, pin (m0 ANY/ALL/EQ) over the lanes that execute (active and guard
+    true): d = the ballot of pin, pd = the vote; VOTEU writes every lane of its uniform results."""
     m0 = code[pc, O.C_M]
-    k0 = okind[pc, 0]
-    r0 = oreg[pc, 0]
-    r2 = oreg[pc, 2]
-    f2 = oflag[pc, 2]
-    # d, pd, pin ; m0 ANY/ALL/EQ — over the lanes that execute (active and guard true)
-    pin = pm[w, r2] if not (f2 & O.F_NOT) else ~pm[w, r2] & FULL
-    act = m
-    ballot = pin & act
+    k0, r0, _, _ = _opnd(okind, oreg, oval, oflag, pc, 0)
+    _, r2, _, f2 = _opnd(okind, oreg, oval, oflag, pc, 2)
+    ballot = _plane(pm, w, r2, f2) & m
     if m0 == 0:
         res = ballot != 0
     elif m0 == 1:
-        res = ballot == act
+        res = ballot == m
     else:
-        res = ballot == 0 or ballot == act
-    if code[pc, O.C_UNIFORM]:
-        wr = FULL if act != 0 else 0
-    else:
-        wr = act
-    if k0 == O.K_REG and r0 != O.RZ_ROW and r0 != O.URZ_ROW:
+        res = ballot == 0 or ballot == m
+    wr = (FULL if m != 0 else 0) if code[pc, O.C_UNIFORM] else m
+    if k0 == O.K_REG:
         for l in range(32):
             if (wr >> l) & 1:
-                regs[w, r0, l] = np.uint32(ballot)
-    s1 = oreg[pc, 1]
-    if okind[pc, 1] == O.K_PRED and s1 != O.PT_SLOT and s1 != O.UPT_SLOT:
-        pm[w, s1] = (pm[w, s1] & ~wr & FULL) | ((FULL if res else 0) & wr)
-    return 0
+                _put(regs, w, r0, l, ballot)
+    _set_pred_opnd(okind, oreg, pm, w, pc, 1, FULL if res else 0, wr)
 
 
 @njit(cache=True)
 def _x_redux(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
-    """Execute REDUX for the lanes of ``ex``."""
-    m0 = code[pc, O.C_M]
-    m1 = code[pc, O.C_M + 1]
-    r0 = oreg[pc, 0]
-    r1 = oreg[pc, 1]
-    # d (uniform), a ; m0 SUM/MIN/MAX/AND/OR/XOR, m1 signed
+    """REDUX.op d, a (m0 SUM/MIN/MAX/AND/OR/XOR, m1 signed): the reduction of a over the lanes of
+    ``m`` into the uniform register d."""
+    m0, m1, _, _, _ = _mods(code, pc)
+    r0, r1 = oreg[pc, 0], oreg[pc, 1]
     acc = 0
     first = True
     for l in range(32):
@@ -1451,46 +1287,33 @@ def _x_redux(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
                 acc |= x
             else:
                 acc ^= x
-    if m != 0 and r0 != O.URZ_ROW and r0 != O.RZ_ROW:
+    if m != 0:
         for l in range(32):
-            regs[w, r0, l] = np.uint32(acc & M32)
-    return 0
+            _put(regs, w, r0, l, acc)
 
 
 @njit(cache=True)
 def _x_r2ur(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
-    """Execute R2UR for the lanes of ``ex``."""
-    k1 = okind[pc, 1]
+    """R2UR d, a: the uniform register d takes a from the lowest lane of ``m``."""
+    k1, r1, v1, _ = _opnd(okind, oreg, oval, oflag, pc, 1)
     r0 = oreg[pc, 0]
-    r1 = oreg[pc, 1]
-    v1 = oval[pc, 1]
     if m != 0 and r0 != O.URZ_ROW:
-        src = 0
-        for l in range(32):
-            if (m >> l) & 1:
-                src = l
-                break
-        a = np.int64(regs[w, r1, src]) if k1 == O.K_REG else v1 & M32
+        a = _u32(regs, w, _lowest_lane(m), k1, r1, v1)
         for l in range(32):
             regs[w, r0, l] = np.uint32(a)
-    return 0
 
 
 @njit(cache=True)
 def _x_ld(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf, sq, sd, g8, g32, alo, ahi, s8, s32_, l8, l32, local_size, rows_na, addrs, cnt, err):
-    """Execute LD/ST/ATOM/LDGSTS for the lanes of ``ex``."""
+    """LD/ST (m0 space, m1 load type, m2 bytes), ATOM/RED (m0 space, m1 operation, m2 type, m3
+    bytes, m4 returns the old value) and LDGSTS (global → shared copy) for the lanes of ``m``, in
+    lane order; every lane's address is appended to the trace row. Operand slots — LD: d, mem;
+    ST: mem, src; ATOM: d, pd, mem, a, b; LDGSTS: mem (shared), mem (global). Returns 0, or the
+    error code after recording the fault."""
     op = code[pc, O.C_OP]
-    m0 = code[pc, O.C_M]
-    m1 = code[pc, O.C_M + 1]
-    m2 = code[pc, O.C_M + 2]
-    m3 = code[pc, O.C_M + 3]
-    m4 = code[pc, O.C_M + 4]
-    k0 = okind[pc, 0]
-    k1 = okind[pc, 1]
-    r0 = oreg[pc, 0]
-    r1 = oreg[pc, 1]
-    v1 = oval[pc, 1]
-    # LD: d, mem ; ST: mem, src ; ATOM: d, pd, mem, a, b ; LDGSTS: mem(shared), mem(global)
+    m0, m1, m2, m3, m4 = _mods(code, pc)
+    k0, r0, _, _ = _opnd(okind, oreg, oval, oflag, pc, 0)
+    k1, r1, v1, _ = _opnd(okind, oreg, oval, oflag, pc, 1)
     mk = 2 if op == O.OP_ATOM else (1 if op == O.OP_LD or op == O.OP_LDGSTS else 0)
     mr, mv, mf = oreg[pc, mk], oval[pc, mk], oflag[pc, mk]
     space = m0 if op != O.OP_LDGSTS else O.SP_GLOBAL
@@ -1722,125 +1545,70 @@ def run_warp(w, code, okind, oreg, oval, oflag, regs, pm, lane_pc, lane_st, lane
             nxt = pc + 1
 
             if op == O.OP_MOV:
-                st = _x_mov(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
-                if st != 0:
-                    return st
+                _x_mov(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
             elif op == O.OP_IADD3:
-                st = _x_iadd3(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
-                if st != 0:
-                    return st
+                _x_iadd3(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
             elif op == O.OP_VIADD:
-                st = _x_viadd(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
-                if st != 0:
-                    return st
+                _x_viadd(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
             elif op == O.OP_IMAD:
-                st = _x_imad(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
-                if st != 0:
-                    return st
+                _x_imad(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
             elif op == O.OP_LEA:
-                st = _x_lea(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
-                if st != 0:
-                    return st
+                _x_lea(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
             elif op == O.OP_LOP3:
-                st = _x_lop3(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
-                if st != 0:
-                    return st
+                _x_lop3(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
             elif op == O.OP_PLOP3:
-                st = _x_plop3(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
-                if st != 0:
-                    return st
+                _x_plop3(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
             elif op == O.OP_SHF:
-                st = _x_shf(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
-                if st != 0:
-                    return st
+                _x_shf(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
             elif op == O.OP_IMNMX:
-                st = _x_imnmx(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
-                if st != 0:
-                    return st
+                _x_imnmx(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
             elif op == O.OP_POPC or op == O.OP_FLO or op == O.OP_BREV or op == O.OP_IABS:
-                st = _x_popc(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
-                if st != 0:
-                    return st
+                _x_popc(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
             elif op == O.OP_BMSK or op == O.OP_SGXT:
-                st = _x_bmsk(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
-                if st != 0:
-                    return st
+                _x_bmsk(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
             elif op == O.OP_HMMA:
                 _x_hmma(pc, w, code, oreg, regs, su, sf)
             elif op == O.OP_PRMT:
-                st = _x_prmt(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
-                if st != 0:
-                    return st
+                _x_prmt(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
             elif op == O.OP_SEL or op == O.OP_FSEL:
-                st = _x_sel(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
-                if st != 0:
-                    return st
+                _x_sel(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
             elif op == O.OP_ISETP or op == O.OP_FSETP or op == O.OP_DSETP:
-                st = _x_isetp(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf, sq, sd)
-                if st != 0:
-                    return st
+                _x_isetp(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf, sq, sd)
             elif op == O.OP_P2R:
-                st = _x_p2r(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
-                if st != 0:
-                    return st
+                _x_p2r(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
             elif op == O.OP_R2P:
-                st = _x_r2p(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
-                if st != 0:
-                    return st
+                _x_r2p(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
             elif op == O.OP_FADD or op == O.OP_FMUL or op == O.OP_FFMA:
-                st = _x_fadd(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf)
-                if st != 0:
-                    return st
+                _x_fadd(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf)
             elif op == O.OP_FMNMX:
-                st = _x_fmnmx(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf)
-                if st != 0:
-                    return st
+                _x_fmnmx(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf)
             elif op == O.OP_MUFU:
-                st = _x_mufu(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf, sq, sd)
-                if st != 0:
-                    return st
+                _x_mufu(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf, sq, sd)
             elif op == O.OP_FCHK:
-                st = _x_fchk(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
-                if st != 0:
-                    return st
+                _x_fchk(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
             elif op == O.OP_F2F or op == O.OP_I2F or op == O.OP_F2I or op == O.OP_FRND:
-                st = _x_f2f(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf, sq, sd)
-                if st != 0:
-                    return st
+                _x_f2f(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf, sq, sd)
             elif op == O.OP_DADD or op == O.OP_DMUL or op == O.OP_DFMA or op == O.OP_DMNMX:
-                st = _x_dadd(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, sq, sd)
-                if st != 0:
-                    return st
+                _x_dadd(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, sq, sd)
             elif op == O.OP_HADD2 or op == O.OP_HMUL2 or op == O.OP_HFMA2:
-                st = _x_hadd2(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf)
-                if st != 0:
-                    return st
+                _x_hadd2(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf)
             elif op == O.OP_S2R or op == O.OP_CS2R:
-                st = _x_s2r(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, block_xyz, cx, cy, cz, cnt)
-                if st != 0:
-                    return st
+                _x_s2r(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, block_xyz, cx, cy, cz, cnt)
             elif op == O.OP_LDC:
                 st = _x_ldc(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, cb32, err)
                 if st != 0:
                     return st
             elif op == O.OP_SHFL:
-                st = _x_shfl(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
-                if st != 0:
-                    return st
+                _x_shfl(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
             elif op == O.OP_VOTE:
-                st = _x_vote(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
-                if st != 0:
-                    return st
+                _x_vote(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
             elif op == O.OP_REDUX:
-                st = _x_redux(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
-                if st != 0:
-                    return st
+                _x_redux(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
             elif op == O.OP_R2UR:
-                st = _x_r2ur(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
-                if st != 0:
-                    return st
+                _x_r2ur(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
             elif op == O.OP_LD or op == O.OP_ST or op == O.OP_ATOM or op == O.OP_LDGSTS:
-                st = _x_ld(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf, sq, sd, g8, g32, alo, ahi, s8, s32_, l8, l32, local_size, rows_na, addrs, cnt, err)
+                st = _x_ld(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf, sq, sd, g8, g32, alo, ahi, s8, s32_, l8, l32,
+                           local_size, rows_na, addrs, cnt, err)
                 if st != 0:
                     return st
             elif op == O.OP_NOP:
@@ -1850,13 +1618,8 @@ def run_warp(w, code, okind, oreg, oval, oflag, regs, pm, lane_pc, lane_st, lane
             elif op == O.OP_BMOV:
                 # BMOV.32 Bx, R (restore a convergence barrier) / BMOV.32[.CLEAR] R, Bx (save it)
                 if k0 == O.K_BAR:
-                    lead = 0
-                    for l in range(32):
-                        if (m >> l) & 1:
-                            lead = l
-                            break
                     if m != 0:
-                        bar[w, oval[pc, 0] & 15] = (np.int64(regs[w, r1, lead]) if k1 == O.K_REG else v1) & FULL
+                        bar[w, oval[pc, 0] & 15] = (np.int64(regs[w, r1, _lowest_lane(m)]) if k1 == O.K_REG else v1) & FULL
                 else:
                     bi = oval[pc, 1] & 15
                     if r0 != O.RZ_ROW:
@@ -1869,9 +1632,10 @@ def run_warp(w, code, okind, oreg, oval, oflag, regs, pm, lane_pc, lane_st, lane
                 bar[w, oval[pc, 0] & 15] &= ~m & FULL
             else:
                 # instructions that end the straight run: update lane PCs, then reschedule
-                if op == O.OP_BRA:
+                if op == O.OP_BRA or op == O.OP_CALL:
+                    # taken lanes jump to the target (CALL.REL: the callee), the others fall through
                     tgt = code[pc, O.C_TARGET]
-                    if m0 == 1:
+                    if op == O.OP_BRA and m0 == 1:
                         # BRA.DIV mask: taken by all lanes when some lane of mask is not in the group
                         alive = 0
                         for l in range(32):
@@ -1897,12 +1661,7 @@ def run_warp(w, code, okind, oreg, oval, oflag, regs, pm, lane_pc, lane_st, lane
                     elif m0:
                         need = FULL
                     else:
-                        lead = 0
-                        for l in range(32):
-                            if (gmask >> l) & 1:
-                                lead = l
-                                break
-                        need = (np.int64(regs[w, r0, lead]) if k0 == O.K_REG else oval[pc, 0]) & FULL
+                        need = (np.int64(regs[w, r0, _lowest_lane(gmask)]) if k0 == O.K_REG else oval[pc, 0]) & FULL
                     for l in range(32):
                         if (gmask >> l) & 1:
                             lane_pc[w, l] = pc
@@ -1917,14 +1676,6 @@ def run_warp(w, code, okind, oreg, oval, oflag, regs, pm, lane_pc, lane_st, lane
                             lane_pc[w, l] = nxt
                             if (m >> l) & 1:
                                 lane_st[w, l] = WAITBAR
-                elif op == O.OP_CALL:
-                    tgt = code[pc, O.C_TARGET]
-                    for l in range(32):
-                        if (gmask >> l) & 1:
-                            if (m >> l) & 1:
-                                lane_pc[w, l] = tgt
-                            else:
-                                lane_pc[w, l] = nxt
                 elif op == O.OP_RET:
                     # RET.REL R: the register holds the return byte address; map it to an index
                     for l in range(32):

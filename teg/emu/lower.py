@@ -56,23 +56,31 @@ def _is_uniform(o: Operand) -> bool:
     return o.text.lstrip("-|~!").startswith("U")
 
 
-def _row(flat: int, uniform: bool) -> int:
-    """Register-file row of a flat register id (:mod:`teg.sass.registers`); -1 (RZ/URZ) reads as
-    zero, and the interpreter drops writes to it."""
+# (first flat id, first uniform flat id, first uniform row/slot, zero row/slot, uniform zero row/slot)
+_REGISTER_FILE = (R_BASE, UR_BASE, O.UR_ROW0, O.RZ_ROW, O.URZ_ROW)
+_PREDICATE_FILE = (P_BASE, UP_BASE, O.UP_SLOT0, O.PT_SLOT, O.UPT_SLOT)
+
+
+def _index(flat: int, uniform: bool, layout: tuple[int, int, int, int, int]) -> int:
+    """Row (slot) of a flat register (predicate) id of :mod:`teg.sass.registers` in the interpreter's
+    file ``layout``: the uniform ids follow the vector ones; -1 is the zero register RZ/URZ (the
+    true predicate PT/UPT)."""
+    base, ubase, urow0, zero, uzero = layout
     if flat < 0:
-        return O.URZ_ROW if uniform else O.RZ_ROW
-    if flat >= UR_BASE:
-        return O.UR_ROW0 + flat - UR_BASE
-    return flat - R_BASE
+        return uzero if uniform else zero
+    if flat >= ubase:
+        return urow0 + flat - ubase
+    return flat - base
+
+
+def _row(flat: int, uniform: bool) -> int:
+    """Register-file row of a flat register id; RZ/URZ reads as zero, the interpreter drops writes."""
+    return _index(flat, uniform, _REGISTER_FILE)
 
 
 def _pslot(flat: int, uniform: bool) -> int:
-    """Predicate slot of a flat predicate id; -1 (PT/UPT) is the all-lanes-true slot."""
-    if flat < 0:
-        return O.UPT_SLOT if uniform else O.PT_SLOT
-    if flat >= UP_BASE:
-        return O.UP_SLOT0 + flat - UP_BASE
-    return flat - P_BASE
+    """Predicate slot of a flat predicate id; PT/UPT is the all-lanes-true slot."""
+    return _index(flat, uniform, _PREDICATE_FILE)
 
 
 def _float_bits(x: float, prec: str) -> int:
@@ -170,20 +178,16 @@ def _decode(ins: Instruction) -> tuple[int, int, list[int], str]:
         uniform, name = 1, base[1:]
     m = [0] * O.NUM_M
     prec = "int"
-    if name == "MOV":
-        return O.OP_MOV, uniform, m, prec
+    if name in _PLAIN:                   # no modifiers to decode
+        op, prec = _PLAIN[name]
+        return op, uniform, m, prec
     if name == "LDC":
         m[0] = _width(mods, 4)
         m[1] = _ldtype(mods)
         return O.OP_LDC, uniform, m, prec
-    if name == "IADD3":
+    if name in ("IADD3", "IADD"):
         m[0] = int("X" in mods)
         return O.OP_IADD3, uniform, m, prec
-    if name == "IADD":
-        m[0] = int("X" in mods)
-        return O.OP_IADD3, uniform, m, prec
-    if name == "VIADD":
-        return O.OP_VIADD, uniform, m, prec
     if name == "IMAD":
         m[0] = 2 if "WIDE" in mods else (1 if "HI" in mods else 0)
         m[1] = int("U32" in mods)
@@ -192,10 +196,6 @@ def _decode(ins: Instruction) -> tuple[int, int, list[int], str]:
     if name == "LEA":
         m[0], m[1], m[2] = int("HI" in mods), int("X" in mods), int("SX32" in mods)
         return O.OP_LEA, uniform, m, prec
-    if name == "LOP3":
-        return O.OP_LOP3, uniform, m, prec
-    if name == "PLOP3":
-        return O.OP_PLOP3, uniform, m, prec
     if name == "SHF":
         m[0] = int("L" in mods)
         m[1] = int("HI" in mods)
@@ -206,21 +206,13 @@ def _decode(ins: Instruction) -> tuple[int, int, list[int], str]:
     if name in ("IMNMX", "VIMNMX"):
         m[0] = int("U32" in mods)
         return O.OP_IMNMX, uniform, m, prec
-    if name == "POPC":
-        return O.OP_POPC, uniform, m, prec
     if name == "FLO":
         m[0], m[1] = int("SH" in mods), int("U32" not in mods)
         return O.OP_FLO, uniform, m, prec
-    if name == "BREV":
-        return O.OP_BREV, uniform, m, prec
     if name == "PRMT":
         if mods - {""}:
             raise UnsupportedInstruction(f"PRMT mode {'.'.join(ins.modifiers)}")
         return O.OP_PRMT, uniform, m, prec
-    if name == "SEL":
-        return O.OP_SEL, uniform, m, prec
-    if name == "FSEL":
-        return O.OP_FSEL, uniform, m, "f32"
     if name in ("ISETP", "FSETP", "DSETP"):
         m[0] = next((O.CMP[x] for x in ins.modifiers if x in O.CMP), -1)
         m[1] = next((O.BOOL[x] for x in ins.modifiers if x in O.BOOL), 0)
@@ -231,8 +223,6 @@ def _decode(ins: Instruction) -> tuple[int, int, list[int], str]:
             raise UnsupportedInstruction("no comparison")
         op = {"ISETP": O.OP_ISETP, "FSETP": O.OP_FSETP, "DSETP": O.OP_DSETP}[name]
         return op, uniform, m, {"ISETP": "int", "FSETP": "f32", "DSETP": "f64"}[name]
-    if name == "IABS":
-        return O.OP_IABS, uniform, m, prec
     if name == "BMSK":
         m[0] = int("W" in mods)
         return O.OP_BMSK, uniform, m, prec
@@ -255,8 +245,6 @@ def _decode(ins: Instruction) -> tuple[int, int, list[int], str]:
             raise UnsupportedInstruction("MUFU function")
         m[0] = f
         return O.OP_MUFU, uniform, m, "f32"
-    if name == "FCHK":
-        return O.OP_FCHK, uniform, m, "f32"
     if name == "FRND":
         m[0], m[1] = _round(mods), int("F64" in mods)
         return O.OP_FRND, uniform, m, "f64" if "F64" in mods else "f32"
@@ -281,8 +269,6 @@ def _decode(ins: Instruction) -> tuple[int, int, list[int], str]:
     if name in ("DADD", "DMUL", "DFMA"):
         m[0] = _round(mods)
         return {"DADD": O.OP_DADD, "DMUL": O.OP_DMUL, "DFMA": O.OP_DFMA}[name], uniform, m, "f64"
-    if name == "DMNMX":
-        return O.OP_DMNMX, uniform, m, "f64"
     if name in ("HADD2", "HMUL2", "HFMA2"):
         m[0] = int("F32" in mods)
         m[1] = int("FTZ" in mods)
@@ -290,6 +276,8 @@ def _decode(ins: Instruction) -> tuple[int, int, list[int], str]:
         if "BF16_V2" in mods or "BF16" in mods:
             raise UnsupportedInstruction("bf16 arithmetic")
         return {"HADD2": O.OP_HADD2, "HMUL2": O.OP_HMUL2, "HFMA2": O.OP_HFMA2}[name], uniform, m, "f16"
+    if base in _PLAIN_NONUNIFORM:        # vector-only, no modifiers (P2R/R2P: UP2R/UR2P are not emulated)
+        return _PLAIN_NONUNIFORM[base], 0, m, prec
     if base in ("S2R", "S2UR"):
         return O.OP_S2R, uniform, m, prec
     if base == "CS2R":
@@ -309,8 +297,6 @@ def _decode(ins: Instruction) -> tuple[int, int, list[int], str]:
         m[0] = next((i for i, k in enumerate(("SUM", "MIN", "MAX", "AND", "OR", "XOR")) if k in mods), 0)
         m[1] = int("S32" in mods)
         return O.OP_REDUX, 0, m, prec
-    if base == "R2UR":
-        return O.OP_R2UR, 0, m, prec
     if base in ("LDG", "LDS", "LDL", "LD", "STG", "STS", "STL", "ST"):
         # generic LD/ST are emulated as global accesses: a generic pointer into shared or local
         # memory then fails the global bounds check and is reported, never silently misread
@@ -345,10 +331,6 @@ def _decode(ins: Instruction) -> tuple[int, int, list[int], str]:
         if _has(mods, "DIV", "CONV"):
             m[0] = 1 if "DIV" in mods else 2
         return O.OP_BRA, 0, m, prec
-    if base == "BSSY":
-        return O.OP_BSSY, 0, m, prec
-    if base == "BSYNC":
-        return O.OP_BSYNC, 0, m, prec
     if base == "HMMA":
         shape = next((x for x in ins.modifiers if x.isdigit()), "")
         if shape not in ("16816", "1688") or not _has(mods, "F32", "F16") or _has(mods, "BF16", "TF32", "SP"):
@@ -358,8 +340,6 @@ def _decode(ins: Instruction) -> tuple[int, int, list[int], str]:
     if base == "BMOV":
         m[0] = int("CLEAR" in mods)
         return O.OP_BMOV, 0, m, prec
-    if base == "BREAK":
-        return O.OP_BREAK, 0, m, prec
     if base == "WARPSYNC":
         m[0] = int("ALL" in mods)
         return O.OP_WARPSYNC, 0, m, prec
@@ -367,21 +347,19 @@ def _decode(ins: Instruction) -> tuple[int, int, list[int], str]:
         if not _has(mods, "SYNC") or _has(mods, "RED", "ARV"):
             raise UnsupportedInstruction("only BAR.SYNC is emulated")
         return O.OP_BAR, 0, m, prec
-    if base == "EXIT":
-        return O.OP_EXIT, 0, m, prec
-    if base == "CALL":
-        return O.OP_CALL, 0, m, prec
-    if base == "RET":
-        return O.OP_RET, 0, m, prec
-    if base == "P2R":
-        return O.OP_P2R, uniform, m, prec
-    if base == "R2P":
-        return O.OP_R2P, uniform, m, prec
     if base in _NOPS:
         return O.OP_NOP, 0, m, prec
     raise UnsupportedInstruction("opcode not emulated")
 
 
+# opcodes (after the uniform prefix is removed) with no modifiers: semantic op and immediate precision
+_PLAIN = {"MOV": (O.OP_MOV, "int"), "VIADD": (O.OP_VIADD, "int"), "LOP3": (O.OP_LOP3, "int"),
+          "PLOP3": (O.OP_PLOP3, "int"), "POPC": (O.OP_POPC, "int"), "BREV": (O.OP_BREV, "int"),
+          "SEL": (O.OP_SEL, "int"), "IABS": (O.OP_IABS, "int"), "FSEL": (O.OP_FSEL, "f32"),
+          "FCHK": (O.OP_FCHK, "f32"), "DMNMX": (O.OP_DMNMX, "f64")}
+# opcodes matched by their printed name (never uniform) with no modifiers
+_PLAIN_NONUNIFORM = {"BSSY": O.OP_BSSY, "BSYNC": O.OP_BSYNC, "BREAK": O.OP_BREAK, "EXIT": O.OP_EXIT,
+                     "CALL": O.OP_CALL, "RET": O.OP_RET, "R2UR": O.OP_R2UR, "P2R": O.OP_P2R, "R2P": O.OP_R2P}
 _UNIFORM_OK = {"MOV", "IADD3", "IMAD", "LEA", "LOP3", "PLOP3", "SHF", "ISETP", "SEL", "POPC", "FLO",
                "BREV", "PRMT", "LDC", "IMNMX", "SGXT", "BMSK", "P2R", "R2P"}
 _NOPS = {"NOP", "YIELD", "MEMBAR", "FENCE", "ERRBAR", "CCTL", "CCTLL", "DEPBAR", "LDGDEPBAR", "NANOSLEEP",
