@@ -181,14 +181,22 @@ def emulated_trace():
     return result.trace
 
 
-def main() -> None:
-    trace = walked_trace() if "--walk" in sys.argv[1:] else emulated_trace()
+def main(argv: list[str] | None = None) -> None:
+    import argparse
+
+    ap = argparse.ArgumentParser(description="Regenerate the bundled example trace (matmul_abt, sm_90).")
+    ap.add_argument("--walk", action="store_true",
+                    help="walk the SASS with the source's address formulas instead of emulating it")
+    ap.add_argument("-o", "--out", type=Path, default=OUT, help=f"output .npz (default: {OUT.name} here)")
+    opts = ap.parse_args(argv)
+    trace = walked_trace() if opts.walk else emulated_trace()
     from teg.trace import save
-    if OUT.exists():
-        OUT.unlink()
-    save(trace, OUT)
+    out = opts.out
+    if out.exists():
+        out.unlink()
+    save(trace, out)
     kt = trace.kernels[0]
-    print(f"wrote {OUT.name}: {kt.num_rows} rows, {kt.num_warps} warps, {OUT.stat().st_size} bytes")
+    print(f"wrote {out}: {kt.num_rows} rows, {kt.num_warps} warps, {out.stat().st_size} bytes")
 
 
 if __name__ == "__main__":

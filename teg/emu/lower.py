@@ -410,7 +410,9 @@ def lower(program: Program) -> Lowered:
             continue
         try:
             for k, o in enumerate(operands):
-                okind[i, k], oreg[i, k], oval[i, k], oflag[i, k] = decode_operand(o, prec)
+                kind_k, reg_k, val_k, flag_k = decode_operand(o, prec)
+                # a 64-bit bit pattern (e.g. an FP64 immediate's encoding) is kept as its int64 image
+                okind[i, k], oreg[i, k], oval[i, k], oflag[i, k] = kind_k, reg_k, _as_int64(val_k), flag_k
         except ValueError as exc:
             code[i, O.C_OP] = -1
             unsupported[i] = str(exc)
@@ -433,7 +435,7 @@ def lower(program: Program) -> Lowered:
         if op in (O.OP_BRA, O.OP_CALL, O.OP_BSSY) and code[i, O.C_TARGET] < 0:
             code[i, O.C_OP] = -1
             unsupported[i] = "branch target not found"
-        imm[i] = _imm_of(operands)
+        imm[i] = _as_int64(_imm_of(operands))
         if op in (O.OP_LD, O.OP_ST, O.OP_LDGSTS):
             mem_width[i] = mods[2]
         elif op == O.OP_ATOM:
@@ -445,6 +447,14 @@ _NONE = (O.K_NONE, 0, 0, 0)
 _RZ = (O.K_REG, O.RZ_ROW, 0, 0)
 _FALSE = (O.K_PRED, O.PT_SLOT, 0, O.F_NOT)
 _TRUE = (O.K_PRED, O.PT_SLOT, 0, 0)
+
+
+def _as_int64(value: int) -> int:
+    """Two's-complement image of an immediate in int64 (values up to 2**64 − 1 wrap)."""
+    value = int(value)
+    if not -(1 << 63) <= value < (1 << 64):
+        raise ValueError(f"immediate {value:#x} does not fit in 64 bits")
+    return value - (1 << 64) if value >= (1 << 63) else value
 
 
 def _canonicalize(op: int, okind, oreg, oval, oflag) -> None:
