@@ -150,3 +150,18 @@ def test_progress_bar_uses_tqdm_when_installed(tmp_path, monkeypatch):
     assert r.exit_code == 0
     size = sum(f.stat().st_size for f in TORCH.glob("kernel-*.traceg"))
     assert seen == {"total": size, "done": size, "closed": True}
+
+
+def test_info_with_opcodes_unknown_to_the_table_reports_them_and_exits_1(tmp_path):
+    from click.testing import CliRunner
+
+    from teg.cli import main
+
+    text = ("-kernel name = k\n-grid dim = (1,1,1)\n-block dim = (32,1,1)\n-binary version = 90\n"
+            "-accelsim tracer version = 4\n\n#traces format\n\n#BEGIN_TB\n\nthread block = 0,0,0\n\n"
+            "warp = 0\ninsts = 1\n0000 ffffffff 0 FROBNICATE 0 0\n\n#END_TB\n")
+    path = tmp_path / "kernel-1.traceg"
+    path.write_text(text)
+    res = CliRunner().invoke(main, ["trace", "info", str(path)])
+    assert res.exit_code == 1
+    assert "FROBNICATE" in res.stdout and "FROBNICATE" in res.stderr

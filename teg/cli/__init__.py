@@ -12,6 +12,11 @@ import click
 from teg import TegError, __version__
 
 
+# Exit status of a report that completed but met opcodes the machine table does not know (`teg
+# parse`, `teg trace info`): the report is printed, and the status is never 0. Errors exit 2.
+EXIT_UNKNOWN_OPCODES = 1
+
+
 def user_errors(fn):
     """Decorator: turn :class:`TegError` (and file errors) into a one-line message and exit code 2."""
 

@@ -4,11 +4,12 @@ class, a control-code summary and the opcodes the machine table does not know.""
 from __future__ import annotations
 
 import json
+import sys
 
 import click
 
 from teg import TegError
-from teg.cli import main, user_errors
+from teg.cli import EXIT_UNKNOWN_OPCODES, main, user_errors
 from teg.sass import Program, parse_file
 from teg.sass.summary import kernel_summary
 
@@ -117,3 +118,5 @@ def parse_cmd(file: str, kernel: str | None, as_json: bool, machine: str | None,
         click.echo(json.dumps({"source": file, "kernels": records}, indent=2))
     else:
         click.echo(_text_report(file, records))
+    if unknown:
+        sys.exit(EXIT_UNKNOWN_OPCODES)

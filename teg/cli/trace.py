@@ -7,11 +7,12 @@ The click group is exposed as :data:`trace_group` so other modules can add subco
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import click
 
-from teg.cli import main, user_errors
+from teg.cli import EXIT_UNKNOWN_OPCODES, main, user_errors
 
 LARGE_INPUT_BYTES = 16 << 20    # show a progress bar (tqdm, if installed) above this input size
 
@@ -72,10 +73,14 @@ def trace_info(path: Path, as_json: bool, machine: str | None, kernel_name: str 
     if as_json:
         click.echo(json.dumps({"source": str(path), "memcpy": [list(m) for m in tr.memcpy], "kernels": summaries},
                               indent=1))
-        return
-    click.echo(f"{path}: {len(tr)} kernel(s), {len(tr.memcpy)} host-to-device copies")
-    for s in summaries:
-        click.echo(_format_kernel(s))
+    else:
+        click.echo(f"{path}: {len(tr)} kernel(s), {len(tr.memcpy)} host-to-device copies")
+        for s in summaries:
+            click.echo(_format_kernel(s))
+    unknown = sorted({op for s in summaries for op in s.get("unknown_opcodes", ())})
+    if unknown:
+        click.echo(f"teg: warning: opcodes unknown to the machine table: {', '.join(unknown)}", err=True)
+        sys.exit(EXIT_UNKNOWN_OPCODES)
 
 
 def _format_kernel(s: dict) -> str:
