@@ -12,3 +12,8 @@ __version__ = "0.1.0"
 
 class TegError(Exception):
     """Base class of every error teg reports to a user (the CLI prints it on one line, exit 2)."""
+
+
+class UnknownOpcodeWarning(UserWarning):
+    """Opcodes the machine table does not know were timed as integer ALU instructions because the
+    user asked for it (``--unknown alu``). The CLI prints it and exits 1, never 0."""

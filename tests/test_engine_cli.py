@@ -56,3 +56,22 @@ def test_user_errors_are_one_line():
     assert r.output.startswith("teg: error:") and "needs a trace" in r.output
     r = CliRunner().invoke(main, ["sweep", "--warps", "0"])
     assert r.exit_code != 0
+
+
+def test_unknown_opcodes_are_an_error_or_timed_as_alu_with_exit_1(tmp_path):
+    """An opcode the table does not know stops the estimate (exit 2) unless the user asks to time
+    it as integer ALU; then the estimate is printed with a warning and the run exits 1, never 0."""
+    from click.testing import CliRunner
+
+    from teg.cli import main
+
+    text = ("-kernel name = k\n-grid dim = (1,1,1)\n-block dim = (32,1,1)\n-binary version = 90\n"
+            "-accelsim tracer version = 4\n\n#traces format\n\n#BEGIN_TB\n\nthread block = 0,0,0\n\n"
+            "warp = 0\ninsts = 2\n0000 ffffffff 0 FROBNICATE 0 0\n0010 ffffffff 0 EXIT 0 0\n\n#END_TB\n")
+    path = tmp_path / "kernel-1.traceg"
+    path.write_text(text)
+    res = CliRunner().invoke(main, ["estimate", "--trace", str(path)])
+    assert res.exit_code == 2 and "FROBNICATE" in res.stderr and res.stderr.startswith("teg: error:")
+    res = CliRunner().invoke(main, ["estimate", "--trace", str(path), "--unknown", "alu"])
+    assert res.exit_code == 1
+    assert "cycles" in res.stdout and "FROBNICATE" in res.stderr

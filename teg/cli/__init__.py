@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import functools
 import sys
+import warnings
 
 import click
 
-from teg import TegError, __version__
+from teg import TegError, UnknownOpcodeWarning, __version__
 
 
 # Exit status of a report that completed but met opcodes the machine table does not know (`teg
@@ -23,11 +24,20 @@ def user_errors(fn):
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         try:
-            return fn(*args, **kwargs)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", UnknownOpcodeWarning)
+                result = fn(*args, **kwargs)
         except (TegError, FileNotFoundError, IsADirectoryError, PermissionError, LookupError) as exc:
             msg = str(exc) or exc.__class__.__name__
             click.echo(f"teg: error: {msg}", err=True)
             sys.exit(2)
+        unknown = False
+        for w in caught:
+            unknown |= issubclass(w.category, UnknownOpcodeWarning)
+            click.echo(f"teg: warning: {w.message}", err=True)
+        if unknown:
+            sys.exit(EXIT_UNKNOWN_OPCODES)
+        return result
 
     return wrapper
 

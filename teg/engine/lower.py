@@ -28,7 +28,7 @@ import warnings
 
 import numpy as np
 
-from teg import TegError
+from teg import TegError, UnknownOpcodeWarning
 from teg.engine.codes import DEP_BASE, DEP_GLOBAL, DEP_SHARED, MEM_GLOBAL, MEM_SHARED, UNIT_CLASSES
 from teg.engine.input import (DEPMODEL_CODES, F_DRAM_LAT, F_ISSUE_INTERVAL, F_L1_LAT, F_L2_LAT,
                               F_LAUNCH_LAT, F_RBAR_LAT, F_SERVICE_PER_BYTE, F_WAVEFRONT_CYCLES,
@@ -145,7 +145,8 @@ def classify_all(opcodes: list[str], machine: Machine, unknown: str = "error", w
             raise LoweringError(f"{where or 'kernel'}: machine table {machine.name} does not know "
                                 f"{len(missing)} opcode(s): {', '.join(missing)} (add them to the table, or "
                                 "pass --unknown alu to time them as integer ALU instructions)")
-        warnings.warn(f"timing unknown opcodes as integer ALU: {', '.join(missing)}", stacklevel=2)
+        warnings.warn(f"timing unknown opcodes as integer ALU: {', '.join(missing)}", UnknownOpcodeWarning,
+                      stacklevel=2)
         fb = _fallback_info(machine)
         infos = [info if info is not None else fb for info in infos]
     return infos

@@ -171,6 +171,13 @@ def _classify(machine, opcodes: list[str], unknown: str, where: str):
         shown = ", ".join(sorted(set(missing))[:8]) + (" …" if len(set(missing)) > 8 else "")
         raise ProfileError(f"{where}: opcodes unknown to machine table {machine.name!r}: {shown} "
                            "(add them to its opcodes map, or count them as integer ALU: --unknown alu)")
+    if missing:
+        import warnings
+
+        from teg import UnknownOpcodeWarning
+
+        warnings.warn(f"{where}: counting opcodes unknown to {machine.name!r} as integer ALU: "
+                      f"{', '.join(sorted(set(missing)))}", UnknownOpcodeWarning, stacklevel=2)
     return infos, sorted(set(missing))
 
 
