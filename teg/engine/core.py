@@ -31,10 +31,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from llvmlite import ir
-from numba import njit, types
-from numba.core import cgutils
-from numba.extending import intrinsic
+from numba import njit
 
 from teg.engine.codes import (BANK_CONFLICT, BARRIER, CACHE_MISS, CHANNEL_QUEUE, CTR, ISSUE,
                               MEM_GLOBAL, MEM_PIPE, MEM_SHARED, NO_WARP, SAME_WARP, SCHEDULER,
@@ -49,8 +46,6 @@ from teg.engine.input import (F_DRAM_LAT, F_ISSUE_INTERVAL, F_L1_LAT, F_L2_LAT, 
 from teg.memory.cache import cache_access
 
 INF = 1e300
-PREFETCH_ROWS = 32      # rows ahead of a warp's issue point whose per-row data is prefetched
-PREFETCH_TX = 16        # transactions ahead of a global access whose data is prefetched
 NSB = 6
 C_INSTR = CTR["instructions"]
 C_SH_ACC, C_SH_WAVE, C_SH_WMIN = CTR["shared_accesses"], CTR["shared_wavefronts"], CTR["shared_wavefronts_min"]
@@ -59,27 +54,6 @@ C_L1H, C_L1M, C_L2H, C_L2M = CTR["l1_hits"], CTR["l1_misses"], CTR["l2_hits"], C
 C_DRAM, C_DRAM_B, C_CHW = CTR["dram_transactions"], CTR["dram_bytes"], CTR["channel_wait_cycles"]
 C_BARS, C_BLOCKS = CTR["barriers"], CTR["blocks"]
 C_STEPS, C_EVALS = CTR["engine_steps"], CTR["warp_evaluations"]
-
-
-@intrinsic
-def _prefetch(typingctx, arr, idx):
-    """Hint the CPU to fetch ``arr[idx]`` into cache (``llvm.prefetch``; no effect on results, never
-    faults). The per-row arrays are read once per row in 64 interleaved per-warp streams, more than
-    the hardware prefetcher follows."""
-    sig = types.void(arr, idx)
-
-    def codegen(context, builder, signature, args):
-        aryty = signature.args[0]
-        ary = context.make_array(aryty)(context, builder, args[0])
-        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]], wraparound=False)
-        i8p = ir.IntType(8).as_pointer()
-        i32 = ir.IntType(32)
-        fnty = ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
-        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
-        builder.call(fn, [builder.bitcast(ptr, i8p), i32(0), i32(3), i32(1)])   # read, keep, data
-        return context.get_dummy_value()
-
-    return sig, codegen
 
 
 @njit(cache=True)
@@ -610,11 +584,6 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
             elif mem == MEM_GLOBAL:
                 k0 = r_tx_start[row]
                 ntx = r_tx_start[row + 1] - k0
-                kp = k0 + PREFETCH_TX
-                if kp < tx_addr.shape[0]:
-                    _prefetch(tx_addr, kp)
-                    _prefetch(tx_bytes, kp)
-                    _prefetch(tx_chan, kp)
                 nb_each = 0.0
                 if not sw_coal:
                     ntx = min(ntx, r_tx_min[row])
@@ -758,12 +727,6 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                     release(blk, t + s_lat_exec[s])
             # ---- advance the warp
             sl_row[slot] = row + 1
-            ahead = row + PREFETCH_ROWS
-            if ahead < sl_end[slot]:
-                _prefetch(r_sidx, ahead)
-                _prefetch(r_tx_start, ahead)
-                _prefetch(r_wave, ahead)
-                _prefetch(r_wave_min, ahead)
             if row + 1 < sl_end[slot]:
                 sl_sidx[slot] = r_sidx[row + 1]
                 sl_since[slot] = t + 1.0
