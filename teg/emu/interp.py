@@ -1612,7 +1612,7 @@ def run_warp(w, code, okind, oreg, oval, oflag, regs, pm, lane_pc, lane_st, lane
                 if st != 0:
                     return st
             elif op == O.OP_NOP:
-                pass
+                pass  # NOP-like opcodes (lower.py _NOPS): no architectural effect
             elif op == O.OP_BSSY:
                 bar[w, oval[pc, 0] & 15] = m
             elif op == O.OP_BMOV:

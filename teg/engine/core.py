@@ -226,7 +226,7 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
     for sm in range(n_sms):
         sm_next[sm] = sm_blocks_start[sm]
         sm_end[sm] = 0.0
-    age = 0
+    age = np.zeros(1, np.int64)   # launch order of warps (GTO's "oldest"); an array so closures can count
     finished = 0
     kend = 0.0
     kend_b = 0.0
@@ -341,21 +341,12 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
             bind = MEM_PIPE
         return r, bind
 
-    def release(blk, rel):
-        """All warps of ``blk`` have arrived at the barrier: they may go on at ``rel``."""
-        blk_arrived[blk] = 0
-        counters[C_BARS] += 1
-        for c in range(b_ctx_start[blk], b_ctx_start[blk + 1]):
-            slot = ctx_slot[c]
-            if slot >= 0 and sl_ctx[slot] == c and sl_bar[slot] >= INF:
-                sl_bar[slot] = rel
-                compute_tdep(slot)
-                note_ready(slot)
-
-    # ---------------------------------------------------------------- main loop
-    t = 0.0
-    # initial block launch (launch() is inlined here and at block completion)
-    for sm in range(n_sms):
+    def launch_blocks(sm, t0):
+        """Launch blocks on ``sm`` until its resident-block limit (occupancy) or its share of the
+        grid is exhausted: each warp of a block takes the lowest free slot of the SM, becomes
+        eligible at ``t0`` (kernel start, or the launch latency after a block retires) with a clean
+        scoreboard, and joins its scheduler's list. Returns 2 when no slot is free (inconsistent
+        occupancy), else 0."""
         while sm_res[sm] < resident and sm_next[sm] < sm_blocks_start[sm + 1]:
             b = sm_blocks[sm_next[sm]]
             sm_next[sm] += 1
@@ -370,19 +361,19 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                         slot = sm * spsm + loc
                         break
                 if slot < 0:
-                    return 2, 0
+                    return 2
                 ctx_slot[c] = slot
                 sl_ctx[slot] = c
                 sl_row[slot] = c_start[c]
                 sl_end[slot] = c_end[c]
                 sl_sidx[slot] = r_sidx[c_start[c]]
-                sl_same[slot] = 0.0
+                sl_same[slot] = t0
                 sl_samec[slot] = NO_WARP
                 sl_bar[slot] = 0.0
-                sl_age[slot] = age
-                age += 1
+                sl_age[slot] = age[0]
+                age[0] += 1
                 sl_yield[slot] = 1
-                sl_since[slot] = 0.0
+                sl_since[slot] = t0
                 sl_block[slot] = b
                 rg_t[slot, :] = 0.0
                 rg_b[slot, :] = 0.0
@@ -393,6 +384,25 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                 g2 = sl_g[slot]
                 sch_list[g2, sch_n[g2]] = slot
                 sch_n[g2] += 1
+        return 0
+
+    def release(blk, rel):
+        """All warps of ``blk`` have arrived at the barrier: they may go on at ``rel``."""
+        blk_arrived[blk] = 0
+        counters[C_BARS] += 1
+        for c in range(b_ctx_start[blk], b_ctx_start[blk + 1]):
+            slot = ctx_slot[c]
+            if slot >= 0 and sl_ctx[slot] == c and sl_bar[slot] >= INF:
+                sl_bar[slot] = rel
+                compute_tdep(slot)
+                note_ready(slot)
+
+    # ---------------------------------------------------------------- main loop
+    t = 0.0
+    # initial block launch: each SM takes blocks until its resident limit
+    for sm in range(n_sms):
+        if launch_blocks(sm, 0.0) != 0:
+            return 2, 0
 
     if replay:
         rp_slot = replay_next(0, t)
@@ -744,44 +754,8 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                 blk_live[blk] -= 1
                 if blk_live[blk] == 0:
                     sm_res[sm] -= 1
-                    tl = t + max(launch_lat, 1.0)
-                    while sm_res[sm] < resident and sm_next[sm] < sm_blocks_start[sm + 1]:
-                        b = sm_blocks[sm_next[sm]]
-                        sm_next[sm] += 1
-                        sm_res[sm] += 1
-                        counters[C_BLOCKS] += 1
-                        blk_live[b] = b_ctx_start[b + 1] - b_ctx_start[b]
-                        blk_arrived[b] = 0
-                        for c in range(b_ctx_start[b], b_ctx_start[b + 1]):
-                            ns = -1
-                            for loc in range(spsm):
-                                if sl_ctx[sm * spsm + loc] < 0:
-                                    ns = sm * spsm + loc
-                                    break
-                            if ns < 0:
-                                return 2, 0
-                            ctx_slot[c] = ns
-                            sl_ctx[ns] = c
-                            sl_row[ns] = c_start[c]
-                            sl_end[ns] = c_end[c]
-                            sl_sidx[ns] = r_sidx[c_start[c]]
-                            sl_same[ns] = tl
-                            sl_samec[ns] = NO_WARP
-                            sl_bar[ns] = 0.0
-                            sl_age[ns] = age
-                            age += 1
-                            sl_yield[ns] = 1
-                            sl_since[ns] = tl
-                            sl_block[ns] = b
-                            rg_t[ns, :] = 0.0
-                            rg_b[ns, :] = 0.0
-                            sb_t[ns, :] = 0.0
-                            sb_b[ns, :] = 0.0
-                            compute_tdep(ns)
-                            note_ready(ns)
-                            g2 = sl_g[ns]
-                            sch_list[g2, sch_n[g2]] = ns
-                            sch_n[g2] += 1
+                    if launch_blocks(sm, t + max(launch_lat, 1.0)) != 0:
+                        return 2, 0
                 elif sw_bar and blk_arrived[blk] > 0 and blk_arrived[blk] >= blk_live[blk]:
                     release(blk, t + blk_barlat[blk])
             # ---- when may this scheduler issue next?
