@@ -363,7 +363,7 @@ _PLAIN_NONUNIFORM = {"BSSY": O.OP_BSSY, "BSYNC": O.OP_BSYNC, "BREAK": O.OP_BREAK
 _UNIFORM_OK = {"MOV", "IADD3", "IMAD", "LEA", "LOP3", "PLOP3", "SHF", "ISETP", "SEL", "POPC", "FLO",
                "BREV", "PRMT", "LDC", "IMNMX", "SGXT", "BMSK", "P2R", "R2P"}
 _NOPS = {"NOP", "YIELD", "MEMBAR", "FENCE", "ERRBAR", "CCTL", "CCTLL", "DEPBAR", "LDGDEPBAR", "NANOSLEEP",
-         "BPT", "ELECT", "CGAERRBAR", "PMTRIG", "UCGABAR_ARV", "UCGABAR_WAIT", "ACQBULK"}
+         "BPT", "CGAERRBAR", "PMTRIG", "UCGABAR_ARV", "UCGABAR_WAIT", "ACQBULK"}
 
 def _imm_of(operands) -> int:
     for o in reversed(operands):
