@@ -12,6 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from teg import UnknownOpcodeWarning
+
 from teg.machine.model import (Cache, GlobalMemory, Latency, Limits, Machine, OpInfo, SharedMemory, Unit)
 from teg.models.profile import ProfileError, profile_from
 
@@ -136,7 +138,8 @@ def test_unknown_opcode_reported(vectoradd):
     del ops["FADD"]
     with pytest.raises(ProfileError, match="FADD"):
         profile_from(None, vectoradd, replace(m, opcodes=ops))
-    p = profile_from(None, vectoradd, replace(m, opcodes=ops), unknown="alu")
+    with pytest.warns(UnknownOpcodeWarning, match="FADD"):
+        p = profile_from(None, vectoradd, replace(m, opcodes=ops), unknown="alu")
     assert p.unknown_opcodes == ("FADD",)
 
 
@@ -207,7 +210,8 @@ def _text_counts(path):
 def test_matrixmul_counts_match_the_trace_text(matrixmul):
     d, kt = matrixmul
     counts, lanes = _text_counts(d)
-    p = profile_from(None, kt, pascal_like(), unknown="alu")
+    with pytest.warns(UnknownOpcodeWarning, match="IADD32I"):
+        p = profile_from(None, kt, pascal_like(), unknown="alu")
     warps = kt.num_warps
     assert warps == 32
     assert p.synch_insts == counts["BAR"] / warps
