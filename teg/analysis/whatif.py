@@ -19,9 +19,9 @@ scheduler — the better of two (docs/model.md §5):
 Greedy list scheduling alone can show Graham's anomaly (removing a delay reorders issues and
 another warp ends later); taking the minimum with the replay removes it from the report, so a
 row's ``cycles`` never exceeds the baseline, and ``schedule`` says which of the two gave it.
-The one exception in kind is ``channel_skew``: removing it re-assigns transactions to the
-earliest-free channel rather than shortening a delay, so against an already-spread address
-pattern it can come out slower; such a row keeps its negative saving (``anomaly``).
+``channel_skew`` too is a shortened delay, not a re-assignment: every transaction keeps its
+channel and the overloaded channels serve as if they carried the mean load
+(:func:`teg.memory.channels.balance_scale`).
 """
 
 from __future__ import annotations
@@ -53,9 +53,8 @@ class WhatIfRow:
 
     @property
     def anomaly(self) -> bool:
-        """The reported what-if is slower than the baseline: only ``channel_skew`` (a re-assignment,
-        not a removed delay) on an already-spread address pattern; the replay rules it out for
-        every other mechanism."""
+        """The reported what-if is slower than the baseline. The replay rules this out for every
+        mechanism; the flag stays as a guard that the report shows if it ever happens."""
         return self.saved < 0
 
     def to_dict(self) -> dict:

@@ -24,6 +24,11 @@ next row may issue — when a scheduler's policy picks another warp, the order's
 if it is eligible, else nothing does (a scheduler whose eligible warps are not next waits for the
 order). Resources are allocated at issue, so in the order's sequence; replaying a run's own
 recorded order (``order_out``) retraces that run step by step.
+
+Channel skew removed (``channel_skew`` switch off): each DRAM transaction still goes to the channel
+``tx_chan`` names, in the same FIFO order, but its service time is multiplied by that channel's
+``balance_scale`` (``min(1, mean_load / load[c])``): a hot channel serves as if it carried only the
+average load. Service times only shrink, so the replay stays monotone for this switch too.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ from teg.engine.input import (F_DRAM_LAT, F_ISSUE_INTERVAL, F_L1_LAT, F_L2_LAT, 
                               I_SW_BAR, I_SW_BW, I_SW_COAL, I_SW_DEPS, I_SW_L1, I_SW_L2,
                               I_SW_SAME, I_SW_SKEW, I_SW_UNITS, I_TIMELINE)
 from teg.memory.cache import cache_access
+from teg.memory.channels import balance_scale
 
 INF = 1e300
 NSB = 6
@@ -210,6 +216,11 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                 maxslots = pipe_n[p]
     heap = np.zeros((n_pipes, maxslots), np.float64)
     chan_free = np.zeros(channels, np.float64)
+    # channel skew removed: each channel's service time scaled to the average load (balance_scale)
+    if sw_skew:
+        chan_scale = np.ones(channels, np.float64)
+    else:
+        chan_scale = balance_scale(tx_chan, channels)
     l1_tags = np.full((max(n_sms * l1_sets, 1), max(l1_assoc, 1)), -1, np.int64)
     l1_stamp = np.zeros((max(n_sms * l1_sets, 1), max(l1_assoc, 1)), np.int64)
     l1_valid = np.zeros((max(n_sms * l1_sets, 1), max(l1_assoc, 1)), np.int64)
@@ -654,19 +665,15 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                             missed = True
                     cq = 0.0
                     if to_dram:
-                        if sw_skew:
-                            ch = tx_chan[j]
-                        else:                       # perfectly balanced: the earliest-free channel
-                            ch = 0
-                            for q in range(1, channels):
-                                if chan_free[q] < chan_free[ch]:
-                                    ch = q
+                        # every transaction keeps its own channel and FIFO position; without
+                        # channel skew an overloaded channel serves at the average load's pace
+                        ch = tx_chan[j]
                         s0 = t
                         if chan_free[ch] > s0:
                             s0 = chan_free[ch]
                         cq = s0 - t
                         if sw_bw:
-                            chan_free[ch] = s0 + nb * spb
+                            chan_free[ch] = s0 + nb * spb * chan_scale[ch]
                         d = s0 + dram_lat
                         counters[C_DRAM] += 1
                         counters[C_DRAM_B] += int(nb)

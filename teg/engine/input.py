@@ -78,7 +78,7 @@ class EngineInput:
     r_tx_min_bytes: np.ndarray  # int64 perfect-coalescing bytes
     tx_addr: np.ndarray         # int64 [M] transaction byte address
     tx_bytes: np.ndarray        # int64 [M]
-    tx_chan: np.ndarray         # int32 [M] DRAM channel
+    tx_chan: np.ndarray         # int32 [M] DRAM channel (also the load behind chan_scale)
     # warp contexts [C] and blocks [B]
     c_start: np.ndarray         # int64
     c_end: np.ndarray           # int64
@@ -92,6 +92,17 @@ class EngineInput:
     replay_order: np.ndarray | None = None
     # descriptive (not used by the loop)
     meta: dict = field(default_factory=dict)
+
+    @property
+    def chan_scale(self) -> np.ndarray:
+        """Per-channel DRAM service-time scale the engine applies when ``channel_skew`` is removed
+        (float64 ``[channels]``, :func:`teg.memory.channels.balance_scale` of ``tx_chan``): a channel
+        loaded above the mean serves at the average load's pace, the others are unchanged. The core
+        derives it from ``tx_chan`` itself, so switch copies (:func:`with_switches`) and replays
+        need no second lowering; with ``channel_skew`` modelled every scale is 1."""
+        from teg.memory.channels import balance_scale
+
+        return balance_scale(self.tx_chan, max(int(self.ipar[I_CHANNELS]), 1))
 
     @property
     def num_rows(self) -> int:

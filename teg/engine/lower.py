@@ -353,6 +353,8 @@ def lower(program, kernel_trace, machine: Machine, options: Options | None = Non
     else:
         tx_start, tx_addr, tx_bytes, tx_min, tx_min_bytes = sector_transactions(
             addr_start, addresses, mask, width, is_global, gm.segment_bytes[0], machine.warp_size)
+    # DRAM channel of every global transaction; their per-channel counts are the load behind the
+    # "no channel skew" service scale (EngineInput.chan_scale, derived by the core from tx_chan)
     tx_chan = channel_of(tx_addr, gm.channels, gm.interleave_bytes, gm.channel_hash)
 
     # 5. blocks, SMs, occupancy

@@ -44,8 +44,10 @@ class Options:
     * ``bank_conflicts`` — shared-memory accesses take their conflict-degree wavefronts;
     * ``coalescing`` — global accesses use the transactions the coalescing rule gives (off: the
       minimum number of transactions the active lanes' bytes need);
-    * ``channel_skew`` — DRAM channel from the address (off: each transaction goes to the channel
-      that is free earliest — a perfectly balanced spread);
+    * ``channel_skew`` — DRAM channel from the address, channels serve their own load (off: every
+      transaction keeps its channel and FIFO place, but a channel loaded above the mean serves
+      with its service time scaled by ``mean_load / load[c]`` — as if it carried the average
+      load; :func:`teg.memory.channels.balance_scale`);
     * ``bandwidth`` — each DRAM channel serves bytes at its share of peak (off: no service time);
     * ``l1_misses`` / ``l2_misses`` — cache misses (off: every access costs that level's hit
       latency; the caches still evolve as with the mechanism on);

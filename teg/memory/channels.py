@@ -16,6 +16,7 @@ NVIDIA does not publish the real hash; the table chooses one of these (a fitted 
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 # Irreducible polynomials over GF(2) by degree (bit i = coefficient of x^i): x+1, x^2+x+1,
 # x^3+x+1, x^4+x+1, x^5+x^2+1, x^6+x+1, x^7+x+1, x^8+x^4+x^3+x^2+1.
@@ -52,3 +53,33 @@ def channel_of(addr: np.ndarray, channels: int, interleave: int, hash_name: str 
     else:
         raise ValueError(f"unknown channel hash {hash_name!r} (linear, xor, ipoly)")
     return out.astype(np.int32)
+
+
+@njit(cache=True)
+def balance_scale(tx_chan, channels):
+    """Per-channel DRAM service-time scale of the *no channel skew* what-if (``Options(channel_skew=False)``).
+
+    ``load[c]`` counts the transactions in ``tx_chan`` mapped to channel ``c`` and
+    ``mean = sum(load) / channels``; ``scale[c] = min(1, mean / load[c])`` (1 for an idle channel).
+    Every transaction stays on its own channel, in the same FIFO order; an overloaded channel
+    serves each byte ``scale[c]`` times as long, i.e. in the time it would need if it carried only
+    the average load, and channels at or under the mean are unchanged. All global-memory
+    transactions count as load: which of them hit L1/L2 is only known while simulating, so the
+    global-path transactions stand in for the DRAM-bound ones. Service times only shrink, so a
+    replay of a fixed issue order can only finish earlier (docs/model.md, "channel skew").
+    Returns float64 ``[max(channels, 1)]``."""
+    n = max(channels, 1)
+    load = np.zeros(n, np.float64)
+    for j in range(tx_chan.shape[0]):
+        c = tx_chan[j]
+        if c >= 0 and c < n:
+            load[c] += 1.0
+    total = 0.0
+    for c in range(n):
+        total += load[c]
+    mean = total / n
+    scale = np.ones(n, np.float64)
+    for c in range(n):
+        if load[c] > mean:
+            scale[c] = mean / load[c]
+    return scale
