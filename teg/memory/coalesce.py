@@ -93,19 +93,8 @@ def sector_transactions(addr_start, addresses, mask, width, is_global, sector_by
     active lanes touch (one request per instruction; sectors of 128-byte lines). Minimum =
     ``ceil(active_lanes * width / sector_bytes)``. Returns ``(start, addr, nbytes, min_count,
     min_bytes)``."""
-    n = mask.shape[0]
-    args = (np.asarray(addr_start, np.int64), np.asarray(addresses, np.uint64), np.asarray(mask, np.uint32),
-            np.asarray(width, np.int64), np.asarray(is_global, np.bool_), np.int64(sector_bytes),
-            np.int64(warp_size))
-    start = np.zeros(n + 1, np.int64)
-    min_count = np.zeros(n, np.int32)
-    min_bytes = np.zeros(n, np.int64)
-    dummy64 = np.zeros(0, np.int64)
-    m = _sector_pass(*args, False, start, dummy64, dummy64, min_count, min_bytes)
-    out_addr = np.zeros(m, np.int64)
-    out_bytes = np.zeros(m, np.int64)
-    _sector_pass(*args, True, start, out_addr, out_bytes, min_count, min_bytes)
-    return start, out_addr, out_bytes, min_count, min_bytes
+    return _two_pass(_sector_pass, addr_start, addresses, mask, width, is_global,
+                     np.int64(sector_bytes), np.int64(warp_size))
 
 
 @njit(cache=True)
@@ -195,15 +184,22 @@ def cc13_transactions(addr_start, addresses, mask, width, is_global, warp_size=3
     of the half-warp in that segment, halve the segment while the used bytes fit in one half
     (128 → 64 → 32), repeat for the lanes left. Minimum: the half-warp's bytes in 128-byte
     segments, the last one shrunk to 32/64 B. Returns ``(start, addr, nbytes, min_count, min_bytes)``."""
+    return _two_pass(_cc13_pass, addr_start, addresses, mask, width, is_global, np.int64(warp_size))
+
+
+def _two_pass(pass_fn, addr_start, addresses, mask, width, is_global, *rule_args):
+    """Run a jitted coalescing pass twice: first to count each row's transactions (CSR ``start``
+    and the minimum counts/bytes), then to fill the transaction arrays of exactly that size.
+    Returns ``(start, addr, nbytes, min_count, min_bytes)``."""
     n = mask.shape[0]
     args = (np.asarray(addr_start, np.int64), np.asarray(addresses, np.uint64), np.asarray(mask, np.uint32),
-            np.asarray(width, np.int64), np.asarray(is_global, np.bool_), np.int64(warp_size))
+            np.asarray(width, np.int64), np.asarray(is_global, np.bool_), *rule_args)
     start = np.zeros(n + 1, np.int64)
     min_count = np.zeros(n, np.int32)
     min_bytes = np.zeros(n, np.int64)
-    dummy64 = np.zeros(0, np.int64)
-    m = _cc13_pass(*args, False, start, dummy64, dummy64, min_count, min_bytes)
+    empty = np.zeros(0, np.int64)
+    m = pass_fn(*args, False, start, empty, empty, min_count, min_bytes)
     out_addr = np.zeros(m, np.int64)
     out_bytes = np.zeros(m, np.int64)
-    _cc13_pass(*args, True, start, out_addr, out_bytes, min_count, min_bytes)
+    pass_fn(*args, True, start, out_addr, out_bytes, min_count, min_bytes)
     return start, out_addr, out_bytes, min_count, min_bytes
