@@ -33,6 +33,22 @@ class SchemaViolation(Exception):
         self.problem = problem
 
 
+def unwrap_leaf(node: Any, path: tuple[str, ...]) -> tuple[Any, tuple[str, ...]]:
+    """A value leaf ``{value: X, source: "..."}`` gives ``(X, path + ("value",))`` after checking its
+    keys; a bare value is returned as it is."""
+    if not isinstance(node, dict):
+        return node, path
+    unknown = set(node) - {"value", "source"}
+    if unknown:
+        raise SchemaViolation(path + (sorted(unknown)[0],), "unknown key in value leaf "
+                              "(allowed: value, source)")
+    if "value" not in node:
+        raise SchemaViolation(path + ("value",), "missing key")
+    if "source" in node and not isinstance(node["source"], str):
+        raise SchemaViolation(path + ("source",), "wrong type: expected a string")
+    return node["value"], path + ("value",)
+
+
 def is_number(x: Any) -> bool:
     """True for int/float YAML scalars (booleans are not numbers)."""
     return isinstance(x, (int, float)) and not isinstance(x, bool)
@@ -53,17 +69,7 @@ class Num:
     positive: bool = False
 
     def check(self, node: Any, path: tuple[str, ...], partial: bool) -> None:
-        if isinstance(node, dict):
-            unknown = set(node) - {"value", "source"}
-            if unknown:
-                raise SchemaViolation(path + (sorted(unknown)[0],), "unknown key in value leaf "
-                                      "(allowed: value, source)")
-            if "value" not in node:
-                raise SchemaViolation(path + ("value",), "missing key")
-            if "source" in node and not isinstance(node["source"], str):
-                raise SchemaViolation(path + ("source",), "wrong type: expected a string")
-            node = node["value"]
-            path = path + ("value",)
+        node, path = unwrap_leaf(node, path)
         if not is_number(node):
             raise SchemaViolation(path, f"wrong type: expected a number, got {_tname(node)}")
         if self.integer and not (isinstance(node, int) or float(node).is_integer()):
@@ -107,17 +113,7 @@ class Flag:
     required: bool = True
 
     def check(self, node: Any, path: tuple[str, ...], partial: bool) -> None:
-        if isinstance(node, dict):
-            unknown = set(node) - {"value", "source"}
-            if unknown:
-                raise SchemaViolation(path + (sorted(unknown)[0],), "unknown key in value leaf "
-                                      "(allowed: value, source)")
-            if "value" not in node:
-                raise SchemaViolation(path + ("value",), "missing key")
-            if "source" in node and not isinstance(node["source"], str):
-                raise SchemaViolation(path + ("source",), "wrong type: expected a string")
-            node = node["value"]
-            path = path + ("value",)
+        node, path = unwrap_leaf(node, path)
         Bool().check(node, path, partial)
 
 
