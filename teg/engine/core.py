@@ -333,17 +333,22 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
             sched_next[g] = now
         return slot
 
+    def earliest_unit(slot):
+        """Free time of the earliest-free copy of the unit the slot's next instruction needs."""
+        off = sl_uoff[slot]
+        m = uf[off]
+        for cc in range(1, sl_ucnt[slot]):
+            if uf[off + cc] < m:
+                m = uf[off + cc]
+        return m
+
     def replay_ready(slot, sm):
         """Earliest cycle the slot's instruction may issue (t_dep, unit copy, memory-pipeline slot)
         and the binding shared resource (0: t_dep binds)."""
         r = sl_tdep[slot]
         bind = 0
         if sw_units:
-            off = sl_uoff[slot]
-            m = uf[off]
-            for cc in range(1, sl_ucnt[slot]):
-                if uf[off + cc] < m:
-                    m = uf[off + cc]
+            m = earliest_unit(slot)
             if m > r:
                 r = m
                 bind = UNIT_BUSY
@@ -452,12 +457,7 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                 s = sl_sidx[gs]
                 ok = True
                 if sw_units:
-                    off = sl_uoff[gs]
-                    m = uf[off]
-                    for cc in range(1, sl_ucnt[gs]):
-                        if uf[off + cc] < m:
-                            m = uf[off + cc]
-                    ok = m <= t
+                    ok = earliest_unit(gs) <= t
                 if ok and sl_gmem[gs]:
                     ok = heap[sm_pipe[sm], 0] <= t
                 if ok:
@@ -492,11 +492,7 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                     continue            # waits for a memory-pipeline slot beyond the minimum
                 bind = 0
                 if sw_units:
-                    off = sl_uoff[slot]
-                    m = uf[off]
-                    for cc in range(1, sl_ucnt[slot]):
-                        if uf[off + cc] < m:
-                            m = uf[off + cc]
+                    m = earliest_unit(slot)
                     if m > r:
                         r = m
                         bind = UNIT_BUSY
