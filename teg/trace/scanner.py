@@ -191,6 +191,27 @@ def _hex(buf, i, le):
 
 
 @njit(cache=True)
+def _reg_list(buf, i, le, out, r, cap):
+    """A register count followed by that many register tokens (the ``dest_num [reg_dests]`` and
+    ``src_num [reg_srcs]`` fields) into row ``r`` of ``out`` (-1 padded). Returns (count, next
+    index, error code or 0, error argument)."""
+    n, i, ok = _dec(buf, i, le)
+    if not ok or n < 0:
+        return 0, i, E_SYNTAX, 0
+    if n > cap:
+        return n, i, E_NREGS, n
+    for k in range(cap):
+        out[r, k] = -1
+    for k in range(n):
+        i = _skip(buf, i, le)
+        rid, i, rs = _reg(buf, i, le)
+        if rs != 0:
+            return n, i, (E_SYNTAX if rs == 1 else E_REG), 0
+        out[r, k] = rid
+    return n, i, 0, 0
+
+
+@njit(cache=True)
 def _reg(buf, i, le):
     """Register token R<n>/UR<n>/P<n>/UP<n> → (flat id or -1 for RZ/URZ/PT/UPT, next, status)
     with status 0 ok, 1 syntax, 2 out of range (teg.sass.registers id space)."""
@@ -503,19 +524,9 @@ def scan(buf, pos, end, st,
             if nd > 8:
                 return _fail(st, E_MASK, line, pos, 0)
             i = _skip(buf, i, le)
-            ndst, i, ok = _dec(buf, i, le)
-            if not ok or ndst < 0:
-                return _fail(st, E_SYNTAX, line, pos, 0)
-            if ndst > MAX_DST:
-                return _fail(st, E_NREGS, line, pos, ndst)
-            for k in range(MAX_DST):
-                o_dst[r, k] = -1
-            for k in range(ndst):
-                i = _skip(buf, i, le)
-                rid, i, rs = _reg(buf, i, le)
-                if rs != 0:
-                    return _fail(st, E_SYNTAX if rs == 1 else E_REG, line, pos, 0)
-                o_dst[r, k] = rid
+            ndst, i, err, arg = _reg_list(buf, i, le, o_dst, r, MAX_DST)
+            if err != 0:
+                return _fail(st, err, line, pos, arg)
             i = _skip(buf, i, le)
             os_ = i
             if i >= le or not (65 <= buf[i] <= 90 or 97 <= buf[i] <= 122):
@@ -526,19 +537,9 @@ def scan(buf, pos, end, st,
             if oid < 0:
                 return _fail(st, E_OPTABLE, line, pos, 0)
             i = _skip(buf, i, le)
-            nsrc, i, ok = _dec(buf, i, le)
-            if not ok or nsrc < 0:
-                return _fail(st, E_SYNTAX, line, pos, 0)
-            if nsrc > MAX_SRC:
-                return _fail(st, E_NREGS, line, pos, nsrc)
-            for k in range(MAX_SRC):
-                o_src[r, k] = -1
-            for k in range(nsrc):
-                i = _skip(buf, i, le)
-                rid, i, rs = _reg(buf, i, le)
-                if rs != 0:
-                    return _fail(st, E_SYNTAX if rs == 1 else E_REG, line, pos, 0)
-                o_src[r, k] = rid
+            nsrc, i, err, arg = _reg_list(buf, i, le, o_src, r, MAX_SRC)
+            if err != 0:
+                return _fail(st, err, line, pos, arg)
             i = _skip(buf, i, le)
             if version >= 6 and (opflags[oid] & 1):           # GMMA commit flag
                 v, i, ok = _dec(buf, i, le)
