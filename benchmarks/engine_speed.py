@@ -8,9 +8,10 @@ coalesced LDS.32 and one coalesced LDG.E per iteration (so 1 row in 16 is a memo
 figure). The run is repeated (``--repeat``, default 3; every repeat gives the same result) and
 the best and median rates are printed: on a machine shared with other tenants the best repeat
 is the one least disturbed. The JIT compile/load time (first call, on a tiny input) is reported
-apart.
+apart. ``--alu-only`` times the same loop with the LDS and LDG replaced by FFMA (no memory rows),
+the ALU-bound figure the README quotes beside the main one.
 
-    python benchmarks/engine_speed.py [--rows 10000000] [--warps 64] [--machine sm_90] [--repeat 3]
+    python benchmarks/engine_speed.py [--rows 10000000] [--warps 64] [--machine sm_90] [--repeat 3] [--alu-only]
 """
 
 from __future__ import annotations
@@ -23,22 +24,23 @@ import numpy as np
 BODY = (["FFMA"] * 6 + ["IADD3", "IMAD", "LDS"] + ["FFMA"] * 6 + ["IADD3", "LOP3.LUT", "LDG.E"]
         + ["FFMA"] * 8 + ["IMAD", "IADD3", "SHF.R.U32.HI", "MOV", "ISETP.GE.AND", "BRA"])
 assert len(BODY) == 32
+ALU_BODY = ["FFMA" if o in ("LDS", "LDG.E") else o for o in BODY]   # --alu-only: no memory rows
 
 
-def synthetic_trace(rows_total: int, warps: int):
-    """A KernelTrace (built with numpy, no per-row Python) of ``warps`` warps in blocks of 8."""
+def synthetic_trace(rows_total: int, warps: int, body: list[str] = BODY):
+    """A KernelTrace (built with numpy, no per-row Python) of ``warps`` warps in blocks of 8, each
+    repeating ``body``."""
     from teg.trace import KernelInfo, KernelTrace
     from teg.trace.model import MAX_TRACE_DST, MAX_TRACE_SRC
 
     per_warp = rows_total // warps
     n = per_warp * warps
-    opcodes = sorted(set(BODY))
-    body_op = np.array([opcodes.index(o) for o in BODY], np.int32)
-    L = len(BODY)
+    opcodes = sorted(set(body))
+    body_op = np.array([opcodes.index(o) for o in body], np.int32)
+    L = len(body)
     body_dst = np.full((L, MAX_TRACE_DST), -1, np.int16)
     body_src = np.full((L, MAX_TRACE_SRC), -1, np.int16)
-    acc = 10
-    for i, o in enumerate(BODY):
+    for i, o in enumerate(body):
         if o == "FFMA":            # two interleaved dependent chains R10.., R11..
             r = 10 + (i % 2)
             body_dst[i, 0] = r
@@ -51,18 +53,17 @@ def synthetic_trace(rows_total: int, warps: int):
         else:
             body_dst[i, 0] = 7 + (i % 3)
             body_src[i, :2] = (7 + (i % 3), 1)
-    del acc
     k = np.arange(n, dtype=np.int64)
     pos = k % per_warp
     b = pos % L
     w = k // per_warp
     it = pos // L
-    mem_width = np.where(np.isin(b, [BODY.index("LDS"), BODY.index("LDG.E")]), 4, 0).astype(np.int16)
+    mem_width = np.where(np.isin(b, [i for i, o in enumerate(body) if o in ("LDS", "LDG.E")]), 4, 0).astype(np.int16)
     is_mem = mem_width > 0
     nmem = int(is_mem.sum())
     lane = np.arange(32, dtype=np.uint64)
     mem_rows = np.nonzero(is_mem)[0]
-    is_lds = b[mem_rows] == BODY.index("LDS")
+    is_lds = np.isin(b[mem_rows], [i for i, o in enumerate(body) if o == "LDS"])
     base = np.where(is_lds, (w[mem_rows] % 8) * 128,
                     0x7F0000000000 + (w[mem_rows] * 1_000_003 + it[mem_rows] * 4096) * 128).astype(np.uint64)
     addresses = (base[:, None] + lane[None, :] * np.uint64(4)).ravel()
@@ -85,6 +86,7 @@ def main() -> None:
     ap.add_argument("--warps", type=int, default=64)
     ap.add_argument("--machine", default="sm_90")
     ap.add_argument("--repeat", type=int, default=3, help="engine runs to time (best and median reported)")
+    ap.add_argument("--alu-only", action="store_true", help="the loop body with its LDS and LDG replaced by FFMA")
     args = ap.parse_args()
 
     from teg.engine import Options, lower, make_input, run
@@ -96,7 +98,7 @@ def main() -> None:
 
     machine = load(args.machine)
     t0 = time.perf_counter()
-    kt, nmem = synthetic_trace(args.rows, args.warps)
+    kt, nmem = synthetic_trace(args.rows, args.warps, ALU_BODY if args.alu_only else BODY)
     t_build = time.perf_counter() - t0
     t0 = time.perf_counter()
     inp = lower(None, kt, machine, Options(warps=args.warps))
