@@ -166,13 +166,10 @@ def _gather_csr(start: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.nda
 
 
 def _rows_of(warp_start: np.ndarray, warps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Concatenated row indices of ``warps`` and their per-warp lengths."""
-    ws = np.asarray(warp_start, np.int64)
-    lens = ws[warps + 1] - ws[warps]
-    off = np.zeros(warps.shape[0] + 1, np.int64)
-    np.cumsum(lens, out=off[1:])
-    rows = np.repeat(ws[warps] - off[:-1], lens) + np.arange(off[-1], dtype=np.int64)
-    return rows, lens
+    """Concatenated row indices of ``warps`` and their per-warp lengths (the warps' rows are a CSR
+    table over ``warp_start``)."""
+    off, rows = _gather_csr(warp_start, warps)
+    return rows, np.diff(off)
 
 
 def _select(kt, machine: Machine, options: Options):
