@@ -73,7 +73,7 @@ SLF_TDEP, SLF_SPLIT, SLF_SAME, SLF_BAR, SLF_SINCE = range(5)
 NUM_SLF = 5
 # Warp slots, integers ``sli[slot, SLI_*]``: context (-1 = free), current row, end row, static
 # index of the current row, t_dep's two causes, same-warp cause, launch order (age), yield flag,
-# block, offset and count of the current unit's copies in ``uf``, needs-a-memory-pipeline-slot
+# block, row (unit group) in ``uf`` and count of the current unit's copies, needs-a-memory-pipeline-slot
 # flag; and the fixed maps: SM, scheduler, position in the scheduler's slot list.
 (SLI_CTX, SLI_ROW, SLI_END, SLI_SIDX, SLI_C1, SLI_C2, SLI_SAMEC, SLI_AGE, SLI_YIELD, SLI_BLOCK,
  SLI_UOFF, SLI_UCNT, SLI_GMEM, SLI_SM, SLI_G, SLI_K) = range(16)
