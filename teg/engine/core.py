@@ -384,14 +384,21 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
             scf[g, SCF_NEXT] = now
         return slot
 
-    def earliest_unit(slot):
-        """Free time of the earliest-free copy of the unit the slot's next instruction needs."""
+    def earliest_copy(slot):
+        """The earliest-free copy of the unit the slot's next instruction needs: its copy index
+        (first on ties) and free time."""
         off = _nonneg(sli[slot, SLI_UOFF])
+        bc = 0
         m = uf[off, 0]
         for cc in range(1, sli[slot, SLI_UCNT]):
             if uf[off, cc] < m:
                 m = uf[off, cc]
-        return m
+                bc = cc
+        return _nonneg(bc), m
+
+    def earliest_unit(slot):
+        """Free time of the earliest-free copy of the unit the slot's next instruction needs."""
+        return earliest_copy(slot)[1]
 
     def replay_ready(slot, sm):
         """Earliest cycle the slot's instruction may issue (t_dep, unit copy, memory-pipeline slot)
@@ -623,14 +630,8 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                 counters[C_SH_WAVE] += w
                 counters[C_SH_WMIN] += wmin
             if sw_units:
-                off = _nonneg(sli[slot, SLI_UOFF])
-                bc = 0
-                m = uf[off, 0]
-                for cc in range(1, sli[slot, SLI_UCNT]):
-                    if uf[off, cc] < m:
-                        m = uf[off, cc]
-                        bc = cc
-                uf[off, _nonneg(bc)] = t + s_occ[s] * w
+                bc, m = earliest_copy(slot)
+                uf[_nonneg(sli[slot, SLI_UOFF]), bc] = t + s_occ[s] * w
             if depmodel == 1 and s_ctrl[s] != 0:
                 st = float(s_stall[s]) if sw_same else 1.0
                 slf[slot, SLF_SAME] = t + max(st, 1.0)
@@ -773,11 +774,10 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                     r = s_dst[s, k]
                     if r < 0:
                         break
-                    if r >= 0:
-                        rs[slot, r, RS_T] = rd
-                        rs[slot, r, RS_B] = rb
-                        rs[slot, r, RS_C1] = c1
-                        rs[slot, r, RS_C2] = c2
+                    rs[slot, r, RS_T] = rd
+                    rs[slot, r, RS_B] = rb
+                    rs[slot, r, RS_C1] = c1
+                    rs[slot, r, RS_C2] = c2
             if done > kend:
                 kend = done
                 kend_b = base
