@@ -1,0 +1,106 @@
+"""Engine cost in machine instructions: x86 instructions, conditional branches and (simulated)
+branch mispredictions per simulated warp instruction, counted by valgrind's cachegrind.
+
+Wall-clock rates on a shared machine drift by ±30 % within a day (other tenants), so a change of a
+few per cent to the engine is invisible in ``engine_speed.py``; instruction counts are exact and
+repeatable. This runs the ``engine_speed.py`` trace (same body, fewer rows) under cachegrind twice,
+with 1 and 3 engine runs, and divides the difference by the extra simulated instructions, so trace
+building, lowering and the numba import cancel out. Only the jitted code is counted (cachegrind
+files it as ``???``: JIT code has no symbols).
+
+numba's cache key holds the host CPU's name and features, which valgrind's emulated CPUID changes;
+the script pins both (``NUMBA_CPU_NAME`` / ``NUMBA_CPU_FEATURES``, host values) and primes a private
+cache outside valgrind, so the measured code is the host's and nothing is compiled under valgrind.
+
+    python benchmarks/engine_icount.py [--rows 24000] [--alu-only]
+
+Needs ``valgrind`` on PATH (prints why and exits 2 when it is missing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def child(rows: int, reps: int, alu: bool) -> None:
+    """Build and lower the benchmark trace, then run the engine ``reps`` times."""
+    sys.path.insert(0, HERE)
+    import engine_speed as es
+
+    from teg.engine import Options, lower, run
+    from teg.machine import load
+
+    kt, _ = es.synthetic_trace(rows, 64, es.ALU_BODY if alu else es.BODY)
+    inp = lower(None, kt, load("sm_90"), Options(warps=64))
+    for _ in range(reps):
+        run(inp)
+
+
+def jit_totals(path: str) -> dict[str, int]:
+    """Sum of the events cachegrind charged to file ``???`` / function ``???`` (the JIT code)."""
+    events: list[str] = []
+    totals: list[int] = []
+    fl = fn = None
+    with open(path) as f:
+        for line in f:
+            if line.startswith("events:"):
+                events = line.split()[1:]
+                totals = [0] * len(events)
+            elif line.startswith("fl="):
+                fl = line.strip()[3:]
+            elif line.startswith("fn="):
+                fn = line.strip()[3:]
+            elif line[:1].isdigit() and fl == "???" and fn == "???":
+                for i, v in enumerate(line.split()[1:]):
+                    totals[i] += int(v)
+    return dict(zip(events, totals))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rows", type=int, default=24000, help="warp instructions per engine run")
+    ap.add_argument("--alu-only", action="store_true", help="the loop body without LDS/LDG")
+    ap.add_argument("--child", type=int, default=0, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        child(args.rows, args.child, args.alu_only)
+        return 0
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        print("engine_icount: valgrind is not on PATH (install it, e.g. apt install valgrind)")
+        return 2
+    import llvmlite.binding as ll
+
+    env = dict(os.environ, NUMBA_CPU_NAME=ll.get_host_cpu_name(),
+               NUMBA_CPU_FEATURES=ll.get_host_cpu_features().flatten(),
+               OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    me = [sys.executable, os.path.abspath(__file__), "--rows", str(args.rows)] + (["--alu-only"] if args.alu_only else [])
+    with tempfile.TemporaryDirectory() as tmp:
+        env["NUMBA_CACHE_DIR"] = os.path.join(tmp, "numba")
+        subprocess.run(me + ["--child", "1"], env=env, check=True)        # compile outside valgrind
+        out = {}
+        for reps in (1, 3):
+            path = os.path.join(tmp, f"cg.{reps}")
+            subprocess.run([valgrind, "--tool=cachegrind", "--cache-sim=no", "--branch-sim=yes",
+                            f"--cachegrind-out-file={path}"] + me + ["--child", str(reps)],
+                           env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            out[reps] = jit_totals(path)
+    n = 2 * args.rows
+    per = {e: (out[3][e] - out[1][e]) / n for e in out[3]}
+    print(f"engine, per simulated warp instruction ({'ALU-only' if args.alu_only else 'mixed'} body, "
+          f"{args.rows:,} rows, 64 warps, sm_90):")
+    print(f"  x86 instructions     {per['Ir']:8.1f}")
+    print(f"  conditional branches {per['Bc']:8.1f}   mispredicted (cachegrind's model) {per['Bcm']:.2f}")
+    print(f"  indirect branches    {per['Bi']:8.1f}   mispredicted {per['Bim']:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
