@@ -35,6 +35,3 @@ COUNTER_NAMES = ("instructions", "shared_accesses", "shared_wavefronts", "shared
                  "dram_transactions", "dram_bytes", "channel_wait_cycles",
                  "barriers", "blocks", "engine_steps", "warp_evaluations")
 CTR = {n: i for i, n in enumerate(COUNTER_NAMES)}
-# the engine's own work, not the simulated kernel's: a replay (which never skips a scan) counts
-# other values than the run it retraces
-ENGINE_WORK_COUNTERS = ("engine_steps", "warp_evaluations")
