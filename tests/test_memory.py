@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from teg.memory import (cache_access, cache_geometry, cc13_transactions, channel_of, sector_transactions,
+from teg.memory import (cache_access, cache_geometry, cache_shape, cc13_transactions, channel_of, sector_transactions,
                         shared_wavefronts)
 
 FULL = np.array([0xFFFFFFFF], np.uint32)
@@ -121,10 +123,47 @@ def test_sectored_lru_cache():
     st = iter(range(1, 100))
 
     def acc(addr):
-        return cache_access(tags, stamps, valid, 0, sets, assoc, line, sector, addr, next(st))
+        return cache_access(tags, stamps, valid, 0, cache_shape(sets, assoc, line, sector), addr, next(st))
 
     assert not acc(0) and acc(0) and acc(31)          # miss, hit, same sector
     assert not acc(32) and acc(32)                    # sector miss in a present line, then hit
     assert not acc(256) and not acc(512)              # lines 2, 4 map to set 0: evicts line 0 (LRU)
     assert not acc(0)                                 # line 0 was evicted
     assert acc(512) and not acc(256)                  # line 4 stayed (recent); line 2 was evicted by 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 7), st.sampled_from([1, 2, 4]), st.sampled_from([(128, 32), (64, 64), (32, 8)]),
+       st.lists(st.integers(0, 1 << 20), min_size=1, max_size=80))
+def test_cache_matches_reference_lru(sets, assoc, geometry, addrs):
+    """Shift/mask indexing (power-of-two set counts) and the division path (any other count) behave
+    as a plain per-set LRU list of lines, each with its set of valid sectors."""
+    line, sector = geometry
+    s, a, ln, sc = cache_geometry(sets * assoc * line, line, sector, assoc)
+    assert (s, a) == (sets, assoc)
+    shape = cache_shape(s, a, ln, sc)
+    assert (shape[4] >= 0) == (sets & (sets - 1) == 0)
+    tags = np.full((2 * s, a), -1, np.int64)       # two caches in one table: use cache 1
+    stamps = np.zeros((2 * s, a), np.int64)
+    valid = np.zeros((2 * s, a), np.int64)
+    ref = [{} for _ in range(sets)]                # per set: line -> valid sectors, oldest first
+    for k, x in enumerate(addrs, start=1):
+        lno, sec = x // line, (x % line) // sector
+        lru = ref[lno % sets]
+        want = sec in lru.get(lno, ())
+        if lno in lru:
+            secs = lru.pop(lno)
+        else:
+            if len(lru) == assoc:
+                lru.pop(next(iter(lru)))           # evict the least recently used line
+            secs = set()
+        lru[lno] = secs | {sec}
+        assert cache_access(tags, stamps, valid, 1, shape, x, k) == want
+    assert (tags[:s] == -1).all()                  # cache 0 untouched
+
+
+def test_cache_geometry_needs_powers_of_two():
+    with pytest.raises(ValueError, match="powers of two"):
+        cache_geometry(4096, 96, 32, 4)
+    with pytest.raises(ValueError, match="powers of two"):
+        cache_geometry(4096, 128, 24, 4)

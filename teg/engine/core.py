@@ -57,7 +57,7 @@ from teg.engine.input import (F_DRAM_LAT, F_ISSUE_INTERVAL, F_L1_LAT, F_L2_LAT, 
                               I_RESIDENT, I_SCHED, I_SLOTS, I_SMS, I_SMS_PER_PIPE, I_SW_BANK,
                               I_SW_BAR, I_SW_BW, I_SW_COAL, I_SW_DEPS, I_SW_L1, I_SW_L2,
                               I_SW_SAME, I_SW_SKEW, I_SW_UNITS, I_TIMELINE)
-from teg.memory.cache import cache_access
+from teg.memory.cache import cache_access, cache_shape
 from teg.memory.channels import balance_scale
 
 INF = 1e300
@@ -205,6 +205,8 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
     l2_sets, l2_assoc, l2_line, l2_sector = ipar[I_L2_SETS], ipar[I_L2_ASSOC], ipar[I_L2_LINE], ipar[I_L2_SECTOR]
     has_l1 = l1_sets > 0
     has_l2 = l2_sets > 0
+    l1_shape = cache_shape(max(l1_sets, 1), l1_assoc, l1_line, l1_sector)
+    l2_shape = cache_shape(max(l2_sets, 1), l2_assoc, l2_line, l2_sector)
     channels = max(ipar[I_CHANNELS], 1)
     spp = max(ipar[I_SMS_PER_PIPE], 1)
     pipe_slots = ipar[I_PIPE_SLOTS]
@@ -744,13 +746,11 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                     l1_hit = False
                     if has_l1 and not is_store:
                         stamp += 1
-                        l1_hit = cache_access(l1_tags, l1_stamp, l1_valid, sm, l1_sets, l1_assoc,
-                                              l1_line, l1_sector, addr, stamp)
+                        l1_hit = cache_access(l1_tags, l1_stamp, l1_valid, sm, l1_shape, addr, stamp)
                     l2_hit = False
                     if has_l2 and not l1_hit:
                         stamp += 1
-                        l2_hit = cache_access(l2_tags, l2_stamp, l2_valid, 0, l2_sets, l2_assoc,
-                                              l2_line, l2_sector, addr, stamp)
+                        l2_hit = cache_access(l2_tags, l2_stamp, l2_valid, 0, l2_shape, addr, stamp)
                     if j >= k0 + ntx:
                         continue        # perfect coalescing: surplus transactions cost nothing
                     nb = float(tx_bytes[j]) if sw_coal else nb_each

@@ -67,6 +67,7 @@ class Num:
     minimum: float | None = 0
     required: bool = True
     positive: bool = False
+    power_of_two: bool = False
 
     def check(self, node: Any, path: tuple[str, ...], partial: bool) -> None:
         node, path = unwrap_leaf(node, path)
@@ -78,6 +79,8 @@ class Num:
             raise SchemaViolation(path, f"bad value {node!r}: must be >= {self.minimum}")
         if self.positive and node <= 0:
             raise SchemaViolation(path, f"bad value {node!r}: must be > 0")
+        if self.power_of_two and (node <= 0 or int(node) != node or int(node) & (int(node) - 1)):
+            raise SchemaViolation(path, f"bad value {node!r}: must be a power of two")
 
 
 @dataclass(frozen=True)
@@ -247,8 +250,8 @@ class MaxOutstanding:
 
 CACHE = Section({
     "size_bytes": Num(integer=True, positive=True),
-    "line_bytes": Num(integer=True, positive=True),
-    "sector_bytes": Num(integer=True, positive=True),
+    "line_bytes": Num(integer=True, positive=True, power_of_two=True),
+    "sector_bytes": Num(integer=True, positive=True, power_of_two=True),
     "assoc": Num(integer=True, positive=True),
     "latency": Num(positive=True),
 }, required=False, nullable=True)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from teg.memory.cache import cache_access, cache_geometry
+from teg.memory.cache import cache_access, cache_geometry, cache_shape
 
 
 def popcount32(x: np.ndarray) -> np.ndarray:
@@ -169,6 +169,8 @@ def period_table(warp_start: np.ndarray, is_mem: np.ndarray, comp_class: np.ndar
 def _simulate(order, txn_start, txn_addr, is_load, skips_l1, sm_of_row, n_sms, l1_on, l1_geo, l2_on, l2_geo):
     s1, a1, line1, sec1 = l1_geo
     s2, a2, line2, sec2 = l2_geo
+    shape1 = cache_shape(s1, a1, line1, sec1)
+    shape2 = cache_shape(s2, a2, line2, sec2)
     tags1 = np.full((n_sms * s1, a1), -1, np.int64)
     st1 = np.zeros((n_sms * s1, a1), np.int64)
     v1 = np.zeros((n_sms * s1, a1), np.int64)
@@ -187,15 +189,15 @@ def _simulate(order, txn_start, txn_addr, is_load, skips_l1, sm_of_row, n_sms, l
             stamp += 1
             if is_load[i]:
                 loads += 1
-                if l1_on and not skips_l1[i] and cache_access(tags1, st1, v1, sm_of_row[i], s1, a1, line1, sec1, addr, stamp):
+                if l1_on and not skips_l1[i] and cache_access(tags1, st1, v1, sm_of_row[i], shape1, addr, stamp):
                     l1_hits += 1
                     continue
                 if l2_on:
                     l2_access += 1
-                    if cache_access(tags2, st2, v2, 0, s2, a2, line2, sec2, addr, stamp):
+                    if cache_access(tags2, st2, v2, 0, shape2, addr, stamp):
                         l2_hits += 1
             elif l2_on:
-                cache_access(tags2, st2, v2, 0, s2, a2, line2, sec2, addr, stamp)
+                cache_access(tags2, st2, v2, 0, shape2, addr, stamp)
     return loads, l1_hits, l2_access, l2_hits
 
 
