@@ -874,6 +874,9 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                     sch_list[g, q] = sch_list[g, q + 1]
                 sch_n[g] -= 1
                 sch_list[g, sch_n[g]] = -1
+                # GTO: the finished warp is greedy no longer; a warp launched into its slot later
+                # is the youngest, not the one to stay with
+                sci[g, SCI_GREEDY] = -1
                 finished += 1
                 blk_live[blk] -= 1
                 if blk_live[blk] == 0:
