@@ -339,9 +339,12 @@ def _build(doc: dict[str, Any], path: Path) -> Machine:
         source_path=str(path), raw=doc)
 
 
-def _build_cache(c: dict | None) -> Cache | None:
+def _build_cache(c: dict | None, name: str) -> Cache | None:
     if c is None:
         return None
+    if int(_v(c["sector_bytes"])) > int(_v(c["line_bytes"])):
+        raise schema.SchemaViolation(("memory", name, "sector_bytes"), f"bad value {_v(c['sector_bytes'])}: "
+                                     f"must be <= line_bytes {_v(c['line_bytes'])}")
     return Cache(size_bytes=int(_v(c["size_bytes"])), line_bytes=int(_v(c["line_bytes"])),
                  sector_bytes=int(_v(c["sector_bytes"])), assoc=int(_v(c["assoc"])),
                  latency=float(_v(c["latency"])))
@@ -368,7 +371,8 @@ def _build_memory(m: dict, num_sms: int, warp_size: int, clock_mhz: float) -> Gl
         dram_latency=float(_v(m["dram_latency"])), channels=int(_v(m["channels"])),
         interleave_bytes=int(_v(m["interleave_bytes"])), channel_hash=m["channel_hash"],
         bandwidth_gbs=float(_v(m["bandwidth_gbs"])), max_outstanding=max_out,
-        sms_per_pipeline=sms_per_pipeline, l1=_build_cache(m.get("l1")), l2=_build_cache(m.get("l2")), **opt)
+        sms_per_pipeline=sms_per_pipeline, l1=_build_cache(m.get("l1"), "l1"), l2=_build_cache(m.get("l2"), "l2"),
+        **opt)
 
 
 def _build_opcodes(section: dict, units: dict, latencies: dict) -> dict[str, OpInfo]:
