@@ -167,3 +167,5 @@ def test_cache_geometry_needs_powers_of_two():
         cache_geometry(4096, 96, 32, 4)
     with pytest.raises(ValueError, match="powers of two"):
         cache_geometry(4096, 128, 24, 4)
+    with pytest.raises(ValueError, match="sector <= line"):
+        cache_geometry(4096, 64, 128, 4)

@@ -42,8 +42,8 @@ def _log2(x):
 
 @njit(cache=True)
 def cache_shape(sets, assoc, line_bytes, sector_bytes):
-    """The geometry as :func:`cache_access` uses it: ``(sets, assoc, line_shift, sector_shift,
-    set_shift)``, where ``set_shift`` is -1 when ``sets`` is not a power of two (the set index then
+    """The geometry as :func:`cache_access` uses it (arguments as :func:`cache_geometry` returns
+    and checks them): ``(sets, assoc, line_shift, sector_shift, set_shift)``, where ``set_shift`` is -1 when ``sets`` is not a power of two (the set index then
     needs a division). Integer division by a run-time value is the slowest arithmetic a CPU does,
     and an access would otherwise make four of them."""
     return sets, assoc, _log2(line_bytes), _log2(sector_bytes), _log2(sets)
