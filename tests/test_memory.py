@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from teg.memory import (cache_access, cache_geometry, cache_shape, cc13_transactions, channel_of, sector_transactions,
+from teg.memory import (cache_access, cache_geometry, cache_new, cache_shape, cc13_transactions, channel_of, sector_transactions,
                         shared_wavefronts)
 
 FULL = np.array([0xFFFFFFFF], np.uint32)
@@ -117,13 +117,11 @@ def test_channels():
 def test_sectored_lru_cache():
     sets, assoc, line, sector = cache_geometry(2 * 128 * 2, 128, 32, 2)    # 2 sets × 2 ways
     assert (sets, assoc) == (2, 2)
-    tags = np.full((sets, assoc), -1, np.int64)
-    stamps = np.zeros((sets, assoc), np.int64)
-    valid = np.zeros((sets, assoc), np.int64)
-    st = iter(range(1, 100))
+    shape = cache_shape(sets, assoc, line, sector)
+    state = cache_new(1, shape)
 
     def acc(addr):
-        return cache_access(tags, stamps, valid, 0, cache_shape(sets, assoc, line, sector), addr, next(st))
+        return cache_access(state, 0, shape, addr)
 
     assert not acc(0) and acc(0) and acc(31)          # miss, hit, same sector
     assert not acc(32) and acc(32)                    # sector miss in a present line, then hit
@@ -143,11 +141,9 @@ def test_cache_matches_reference_lru(sets, assoc, geometry, addrs):
     assert (s, a) == (sets, assoc)
     shape = cache_shape(s, a, ln, sc)
     assert (shape[4] >= 0) == (sets & (sets - 1) == 0)
-    tags = np.full((2 * s, a), -1, np.int64)       # two caches in one table: use cache 1
-    stamps = np.zeros((2 * s, a), np.int64)
-    valid = np.zeros((2 * s, a), np.int64)
+    state = cache_new(2, shape)                    # two caches in one table: use cache 1
     ref = [{} for _ in range(sets)]                # per set: line -> valid sectors, oldest first
-    for k, x in enumerate(addrs, start=1):
+    for x in addrs:
         lno, sec = x // line, (x % line) // sector
         lru = ref[lno % sets]
         want = sec in lru.get(lno, ())
@@ -158,8 +154,8 @@ def test_cache_matches_reference_lru(sets, assoc, geometry, addrs):
                 lru.pop(next(iter(lru)))           # evict the least recently used line
             secs = set()
         lru[lno] = secs | {sec}
-        assert cache_access(tags, stamps, valid, 1, shape, x, k) == want
-    assert (tags[:s] == -1).all()                  # cache 0 untouched
+        assert cache_access(state, 1, shape, x) == want
+    assert (state[:s, :a] == -1).all() and (state[:s, a:] == 0).all()   # cache 0 untouched
 
 
 def test_cache_geometry_needs_powers_of_two():

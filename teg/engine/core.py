@@ -57,7 +57,7 @@ from teg.engine.input import (F_DRAM_LAT, F_ISSUE_INTERVAL, F_L1_LAT, F_L2_LAT, 
                               I_RESIDENT, I_SCHED, I_SLOTS, I_SMS, I_SMS_PER_PIPE, I_SW_BANK,
                               I_SW_BAR, I_SW_BW, I_SW_COAL, I_SW_DEPS, I_SW_L1, I_SW_L2,
                               I_SW_SAME, I_SW_SKEW, I_SW_UNITS, I_TIMELINE)
-from teg.memory.cache import cache_access, cache_shape
+from teg.memory.cache import cache_access, cache_new, cache_shape
 from teg.memory.channels import balance_scale
 
 INF = 1e300
@@ -301,13 +301,8 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
         chan_scale = np.ones(channels, np.float64)
     else:
         chan_scale = balance_scale(tx_chan, channels)
-    l1_tags = np.full((max(n_sms * l1_sets, 1), max(l1_assoc, 1)), -1, np.int64)
-    l1_stamp = np.zeros((max(n_sms * l1_sets, 1), max(l1_assoc, 1)), np.int64)
-    l1_valid = np.zeros((max(n_sms * l1_sets, 1), max(l1_assoc, 1)), np.int64)
-    l2_tags = np.full((max(l2_sets, 1), max(l2_assoc, 1)), -1, np.int64)
-    l2_stamp = np.zeros((max(l2_sets, 1), max(l2_assoc, 1)), np.int64)
-    l2_valid = np.zeros((max(l2_sets, 1), max(l2_assoc, 1)), np.int64)
-    stamp = 0
+    l1_state = cache_new(n_sms, l1_shape)
+    l2_state = cache_new(1, l2_shape)
     # ---- blocks / SMs
     blk_live = np.zeros(B, np.int64)
     blk_arrived = np.zeros(B, np.int64)
@@ -745,12 +740,10 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                     # sectors the caches hold, so it cannot turn a later hit into a miss.
                     l1_hit = False
                     if has_l1 and not is_store:
-                        stamp += 1
-                        l1_hit = cache_access(l1_tags, l1_stamp, l1_valid, sm, l1_shape, addr, stamp)
+                        l1_hit = cache_access(l1_state, sm, l1_shape, addr)
                     l2_hit = False
                     if has_l2 and not l1_hit:
-                        stamp += 1
-                        l2_hit = cache_access(l2_tags, l2_stamp, l2_valid, 0, l2_shape, addr, stamp)
+                        l2_hit = cache_access(l2_state, 0, l2_shape, addr)
                     if j >= k0 + ntx:
                         continue        # perfect coalescing: surplus transactions cost nothing
                     nb = float(tx_bytes[j]) if sw_coal else nb_each

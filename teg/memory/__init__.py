@@ -10,11 +10,11 @@
   GPU/system-scope strong loads).
 """
 
-from teg.memory.cache import cache_access, cache_geometry, cache_shape
+from teg.memory.cache import cache_access, cache_geometry, cache_new, cache_row, cache_shape
 from teg.memory.cachepolicy import bypasses_l1
 from teg.memory.channels import channel_of
 from teg.memory.coalesce import cc13_transactions, sector_transactions
 from teg.memory.shared import shared_wavefronts
 
 __all__ = ["shared_wavefronts", "sector_transactions", "cc13_transactions", "channel_of",
-           "cache_access", "cache_geometry", "cache_shape", "bypasses_l1"]
+           "cache_access", "cache_geometry", "cache_new", "cache_row", "cache_shape", "bypasses_l1"]

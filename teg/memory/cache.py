@@ -4,15 +4,19 @@ A cache of ``size`` bytes, ``line`` bytes per line, ``sector`` bytes per sector 
 has ``sets = size / (line * assoc)``. Line ``L = addr // line`` lives in set ``L mod sets`` with
 tag ``L // sets``. An access hits when the tag is present *and* its sector is valid; a tag hit
 with an invalid sector fills the sector (sector miss); a tag miss replaces the least recently used
-way (its sectors are dropped). Every access makes its line most recently used.
+line (its sectors are dropped). Every access makes its line most recently used.
 
-State is three arrays of shape ``(caches * sets, assoc)`` — ``tags`` (−1 = empty), ``stamps``
-(last-use counter) and ``valid`` (sector bit mask) — so the engine's jitted loop can keep one L1
-per simulated SM in the same arrays (cache ``c`` uses rows ``c*sets … c*sets+sets-1``).
+State is one int64 array of shape ``(caches * sets, 2 * assoc)`` (:func:`cache_new`), a row per set:
+columns ``0 … assoc-1`` hold the set's tags in recency order (most recent first, −1 = empty, empty
+ways last) and columns ``assoc … 2*assoc-1`` the matching valid-sector bit masks. Keeping the LRU
+order by position needs no per-way time stamps, so an access reads and writes one contiguous row
+(for the 16-way L2 two host cache lines of tags), where stamps took three arrays. The engine's jitted
+loop keeps one L1 per simulated SM in the same array (cache ``c`` uses rows ``c*sets … c*sets+sets-1``).
 """
 
 from __future__ import annotations
 
+import numpy as np
 from numba import njit
 
 
@@ -50,9 +54,18 @@ def cache_shape(sets, assoc, line_bytes, sector_bytes):
 
 
 @njit(cache=True)
-def cache_access(tags, stamps, valid, cache_index, shape, addr, stamp):
-    """Access byte ``addr`` in cache ``cache_index`` of geometry ``shape`` (:func:`cache_shape`);
-    returns True on a hit. ``stamp`` must grow with every call (it orders the LRU)."""
+def cache_new(caches, shape):
+    """Empty state (every way empty) for ``caches`` caches of geometry ``shape`` (:func:`cache_shape`)."""
+    sets, assoc = shape[0], shape[1]
+    state = np.zeros((caches * sets, 2 * assoc), np.int64)
+    state[:, :assoc] = -1
+    return state
+
+
+@njit(cache=True)
+def cache_row(cache_index, shape, addr):
+    """Row of the state array (:func:`cache_new`) that holds the set of byte ``addr`` in cache
+    ``cache_index``, and the line's tag."""
     sets, assoc, line_shift, sector_shift, set_shift = shape
     line = addr >> line_shift                       # addr // line_bytes
     if set_shift >= 0:
@@ -61,21 +74,31 @@ def cache_access(tags, stamps, valid, cache_index, shape, addr, stamp):
     else:
         tag = line // sets
         s = line - tag * sets
-    row = cache_index * sets + s
+    return cache_index * sets + s, tag
+
+
+@njit(cache=True)
+def cache_access(state, cache_index, shape, addr):
+    """Access byte ``addr`` in cache ``cache_index`` of geometry ``shape`` (:func:`cache_shape`);
+    returns True on a hit. The line moves to the front of its set's recency order; a missing line
+    enters there, and when the set is full the last (least recently used) line drops out."""
+    assoc, line_shift, sector_shift = shape[1], shape[2], shape[3]
+    row, tag = cache_row(cache_index, shape, addr)
     bit = 1 << ((addr >> sector_shift) & ((1 << (line_shift - sector_shift)) - 1))   # sector in line
-    victim = 0
-    oldest = stamps[row, 0]
+    p = assoc - 1                                   # full set, line absent: the LRU line drops out
+    mask = 0
     for w in range(assoc):
-        if tags[row, w] == tag:
-            stamps[row, w] = stamp
-            if valid[row, w] & bit:
-                return True
-            valid[row, w] |= bit
-            return False
-        if stamps[row, w] < oldest:
-            oldest = stamps[row, w]
-            victim = w
-    tags[row, victim] = tag
-    valid[row, victim] = bit
-    stamps[row, victim] = stamp
-    return False
+        x = state[row, w]
+        if x == tag:
+            p = w
+            mask = state[row, assoc + w]
+            break
+        if x < 0:                                   # first empty way: the line is absent
+            p = w
+            break
+    for w in range(p, 0, -1):                       # ways 0 … p-1 move back one place
+        state[row, w] = state[row, w - 1]
+        state[row, assoc + w] = state[row, assoc + w - 1]
+    state[row, 0] = tag
+    state[row, assoc] = mask | bit
+    return (mask & bit) != 0

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from teg.memory.cache import cache_access, cache_geometry, cache_shape
+from teg.memory.cache import cache_access, cache_geometry, cache_new, cache_shape
 
 
 def popcount32(x: np.ndarray) -> np.ndarray:
@@ -171,13 +171,8 @@ def _simulate(order, txn_start, txn_addr, is_load, skips_l1, sm_of_row, n_sms, l
     s2, a2, line2, sec2 = l2_geo
     shape1 = cache_shape(s1, a1, line1, sec1)
     shape2 = cache_shape(s2, a2, line2, sec2)
-    tags1 = np.full((n_sms * s1, a1), -1, np.int64)
-    st1 = np.zeros((n_sms * s1, a1), np.int64)
-    v1 = np.zeros((n_sms * s1, a1), np.int64)
-    tags2 = np.full((s2, a2), -1, np.int64)
-    st2 = np.zeros((s2, a2), np.int64)
-    v2 = np.zeros((s2, a2), np.int64)
-    stamp = 1
+    c1 = cache_new(n_sms, shape1)
+    c2 = cache_new(1, shape2)
     loads = 0
     l1_hits = 0
     l2_access = 0
@@ -186,18 +181,17 @@ def _simulate(order, txn_start, txn_addr, is_load, skips_l1, sm_of_row, n_sms, l
         i = order[j]
         for t in range(txn_start[i], txn_start[i + 1]):
             addr = txn_addr[t]
-            stamp += 1
             if is_load[i]:
                 loads += 1
-                if l1_on and not skips_l1[i] and cache_access(tags1, st1, v1, sm_of_row[i], shape1, addr, stamp):
+                if l1_on and not skips_l1[i] and cache_access(c1, sm_of_row[i], shape1, addr):
                     l1_hits += 1
                     continue
                 if l2_on:
                     l2_access += 1
-                    if cache_access(tags2, st2, v2, 0, shape2, addr, stamp):
+                    if cache_access(c2, 0, shape2, addr):
                         l2_hits += 1
             elif l2_on:
-                cache_access(tags2, st2, v2, 0, shape2, addr, stamp)
+                cache_access(c2, 0, shape2, addr)
     return loads, l1_hits, l2_access, l2_hits
 
 
