@@ -163,6 +163,17 @@ def test_exited_warps_do_not_hold_a_barrier():
     assert r.cycles == 2
 
 
+def test_barrier_resolves_at_latest_arrival_plus_its_latency():
+    """BARs of different latencies meet (static 0: BAR latency 10, static 2: BAR latency 1). Warp A
+    arrives at 0 (0 + 10), warp B at 5 after a same-warp wait (5 + 1): both go on at
+    max(10, 6) = 10, not at the last arrival's 6 — so an earlier arrival can never release later."""
+    inp = make_input(lat_exec=[10, 1, 1, 1], lat_multi=[1] * 4, lat_same=[1, 5, 1, 1], barrier=[1, 0, 1, 0],
+                     rows_per_warp=[[0, 3], [1, 2, 3]], warps_per_block=2, schedulers=2)
+    r = run(inp)
+    assert list(r.timeline) == [0, 10, 0, 5, 10]
+    assert r.counters["barriers"] == 1
+
+
 def test_gto_warp_launched_into_finished_greedy_slot_is_youngest():
     """GTO, one scheduler, two warp slots, one warp per block, two blocks resident. Warp A: a
     3-cycle producer, then its consumer (ready at 3). Warp B: one independent FADD, issued at 1

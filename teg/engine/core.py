@@ -62,6 +62,10 @@ from teg.memory.channels import balance_scale
 
 INF = 1e300
 NSB = 6
+# Results remembered per dependency barrier for ``DEPBAR.LE SBb, N`` with N > 0 (a ring of the last
+# NQ): the wait ends when at most N of the barrier's results are outstanding, i.e. at the (N+1)-th
+# latest of them. Exact while results complete in issue order or no more than NQ are outstanding.
+NQ = 8
 C_INSTR = CTR["instructions"]
 C_SH_ACC, C_SH_WAVE, C_SH_WMIN = CTR["shared_accesses"], CTR["shared_wavefronts"], CTR["shared_wavefronts_min"]
 C_G_ACC, C_TX = CTR["global_accesses"], CTR["transactions"]
@@ -177,7 +181,7 @@ def _heap_replace_top(heap, p, n, value):
 
 @njit(cache=True, error_model="numpy")
 def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_lat, s_store, s_barrier,
-             s_depcause, s_dst, s_src, s_ctrl, s_stall, s_yield, s_wbar, s_rbar, s_wait, s_depbar,
+             s_depcause, s_dst, s_src, s_ctrl, s_stall, s_yield, s_wbar, s_rbar, s_wait, s_depbar, s_async,
              u_occ, u_count, u_per_sm,
              r_sidx, r_wave, r_wave_min, r_tx_start, r_tx_min, r_tx_min_bytes, tx_addr, tx_bytes, tx_chan,
              c_start, c_end, c_block, b_ctx_start, sm_blocks_start, sm_blocks, ipar, fpar,
@@ -257,6 +261,16 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
     bs = np.zeros((n_slots, NSB, 2), np.float64)
     rsc = np.zeros((n_slots, nreg, 2), np.int64)
     bsc = np.zeros((n_slots, NSB, 2), np.int64)
+    # counted barriers: ``bq[slot, b, e, RS_*]`` / ``bqc`` (as bs/bsc) a ring of barrier b's last
+    # NQ results, ``bqn[slot, b]`` its results so far; at b = NSB, e = 0 the slot's open cp.async
+    # group (its latest copy result so far)
+    bq = np.zeros((n_slots, NSB + 1, NQ, 2), np.float64)
+    bqc = np.zeros((n_slots, NSB + 1, NQ, 2), np.int64)
+    bqn = np.zeros((n_slots, NSB), np.int64)
+    has_async = False       # any copy, commit or DEPBAR (else the loop skips their checks)
+    for i in range(s_async.shape[0]):
+        if s_async[i] != 0 or s_depbar[i] >= 0:
+            has_async = True
     ctx_slot = np.full(C, -1, np.int64)
     # static index maps, so the hot loop needs no integer division
     for slot in range(n_slots):
@@ -309,7 +323,9 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
     # ---- blocks / SMs
     blk_live = np.zeros(B, np.int64)
     blk_arrived = np.zeros(B, np.int64)
-    blk_barlat = np.zeros(B, np.float64)
+    # the current barrier episode of each block: latest (arrival + its BAR latency), largest BAR
+    # latency among the arrivals
+    blk_bar = np.zeros((B, 2), np.float64)
     sm_next = np.zeros(n_sms, np.int64)
     sm_res = np.zeros(n_sms, np.int64)
     for sm in range(n_sms):
@@ -322,6 +338,40 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
     kend_c1 = NO_WARP
     kend_c2 = NO_WARP
     status = 0
+
+    def depbar_entry(slot, db):
+        """``DEPBAR.LE SBb, N`` (``db = b + 8 N``): the barrier and which of its results ends the
+        wait: -1 = the latest (N = 0: none outstanding, ``bs``), -2 = none (fewer than N+1 results
+        remembered), else the ring entry of the (N+1)-th latest remembered result."""
+        b = _nonneg(db & 7)
+        n = db >> 3
+        if n == 0:
+            return b, -1
+        m = _min2(bqn[slot, b], NQ)
+        for i in range(m):
+            later = 0
+            for j in range(m):
+                if bq[slot, b, j, RS_T] > bq[slot, b, i, RS_T] or (bq[slot, b, j, RS_T] == bq[slot, b, i, RS_T] and j > i):
+                    later += 1
+            if later == n:
+                return b, i
+        return b, -2
+
+    def bar_write(slot, b, rt, rb, c1, c2):
+        """Dependency barrier ``b`` of the slot counts one more result, ready at ``rt`` (split
+        ``rb``, causes ``c1``/``c2``): ``bs`` keeps the latest (a wait for zero outstanding), the
+        ring ``bq`` the last NQ (``DEPBAR.LE`` with N > 0)."""
+        if rt > bs[slot, b, RS_T]:
+            bs[slot, b, RS_T] = rt
+            bs[slot, b, RS_B] = rb
+            bsc[slot, b, RC_C1] = c1
+            bsc[slot, b, RC_C2] = c2
+        q = _nonneg(bqn[slot, b] & (NQ - 1))
+        bqn[slot, b] += 1
+        bq[slot, b, q, RS_T] = rt
+        bq[slot, b, q, RS_B] = rb
+        bqc[slot, b, q, RC_C1] = c1
+        bqc[slot, b, q, RC_C2] = c2
 
     def compute_tdep(slot):
         """t_dep of the slot's current instruction and its binding cause."""
@@ -359,13 +409,25 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                         c2 = rsc[slot, r, RC_C2]
             else:
                 wm = s_wait[s]
-                db = s_depbar[s]
                 for b in range(NSB):
-                    if ((wm >> b) & 1 or b == db) and bs[slot, b, RS_T] > t0:
+                    if (wm >> b) & 1 and bs[slot, b, RS_T] > t0:
                         t0 = bs[slot, b, RS_T]
                         sp = bs[slot, b, RS_B]
                         c1 = bsc[slot, b, RC_C1]
                         c2 = bsc[slot, b, RC_C2]
+            db = s_depbar[s] if has_async else -1
+            if db >= 0:
+                b, q = depbar_entry(slot, db)
+                if q == -1 and bs[slot, b, RS_T] > t0:
+                    t0 = bs[slot, b, RS_T]
+                    sp = bs[slot, b, RS_B]
+                    c1 = bsc[slot, b, RC_C1]
+                    c2 = bsc[slot, b, RC_C2]
+                elif q >= 0 and bq[slot, b, q, RS_T] > t0:
+                    t0 = bq[slot, b, q, RS_T]
+                    sp = bq[slot, b, q, RS_B]
+                    c1 = bqc[slot, b, q, RC_C1]
+                    c2 = bqc[slot, b, q, RC_C2]
         slf[slot, SLF_TDEP] = t0
         sli[slot, SLI_C1] = c1
         sli[slot, SLI_C2] = c2
@@ -482,6 +544,8 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                 bs[slot, :, :] = 0.0
                 rsc[slot, :, :] = 0
                 bsc[slot, :, :] = 0
+                bqn[slot, :] = 0
+                bq[slot, NSB, 0, RS_T] = 0.0
                 compute_tdep(slot)
                 note_ready(slot)
                 g2 = sli[slot, SLI_G]
@@ -492,6 +556,8 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
     def release(blk, rel):
         """All warps of ``blk`` have arrived at the barrier: they may go on at ``rel``."""
         blk_arrived[blk] = 0
+        blk_bar[blk, 0] = 0.0
+        blk_bar[blk, 1] = 0.0
         counters[C_BARS] += 1
         for c in range(b_ctx_start[blk], b_ctx_start[blk + 1]):
             slot = ctx_slot[c]
@@ -808,21 +874,34 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
             if not sw_deps:
                 rd = t
                 rb = t
+            asy = s_async[s] if has_async else 0
+            if asy == 1:
+                # cp.async copy: its result joins the warp's open group (no register receives it)
+                if rd > bq[slot, NSB, 0, RS_T]:
+                    bq[slot, NSB, 0, RS_T] = rd
+                    bq[slot, NSB, 0, RS_B] = rb
+                    bqc[slot, NSB, 0, RC_C1] = c1
+                    bqc[slot, NSB, 0, RC_C2] = c2
+            elif asy == 2:
+                # commit: the group's result is ready when its last copy is (or the commit itself)
+                if bq[slot, NSB, 0, RS_T] > rd:
+                    rd = bq[slot, NSB, 0, RS_T]
+                    rb = bq[slot, NSB, 0, RS_B]
+                    c1 = bqc[slot, NSB, 0, RC_C1]
+                    c2 = bqc[slot, NSB, 0, RC_C2]
+                bq[slot, NSB, 0, RS_T] = 0.0
+                if depmodel == 0 or s_ctrl[s] == 0:
+                    # without control codes the group is counted on its barrier (SB0 by default)
+                    b = _nonneg(s_wbar[s])
+                    bar_write(slot, b if b < NSB else 0, rd, rb, c1, c2)
             if depmodel == 1 and s_ctrl[s] != 0:
                 b = _nonneg(s_wbar[s])
-                if b < NSB and rd > bs[slot, b, RS_T]:
-                    bs[slot, b, RS_T] = rd
-                    bs[slot, b, RS_B] = rb
-                    bsc[slot, b, RC_C1] = c1
-                    bsc[slot, b, RC_C2] = c2
+                if b < NSB:
+                    bar_write(slot, b, rd, rb, c1, c2)
                 b = _nonneg(s_rbar[s])
                 if b < NSB:
                     rt = t + rbar_lat if sw_deps else t
-                    if rt > bs[slot, b, RS_T]:
-                        bs[slot, b, RS_T] = rt
-                        bs[slot, b, RS_B] = rt
-                        bsc[slot, b, RC_C1] = s_depcause[s]
-                        bsc[slot, b, RC_C2] = s_depcause[s]
+                    bar_write(slot, b, rt, rt, s_depcause[s], s_depcause[s])
             else:
                 for k in range(ND):
                     r = s_dst[s, k]
@@ -845,10 +924,13 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
             blk = _nonneg(sli[slot, SLI_BLOCK])
             if s_barrier[s] != 0 and sw_bar:
                 blk_arrived[blk] += 1
-                blk_barlat[blk] = s_lat_exec[s]
+                # the barrier resolves at the latest arrival + its BAR latency (the largest such
+                # time, so that an earlier arrival never resolves it later)
+                blk_bar[blk, 0] = _max2(blk_bar[blk, 0], t + s_lat_exec[s])
+                blk_bar[blk, 1] = _max2(blk_bar[blk, 1], s_lat_exec[s])
                 slf[slot, SLF_BAR] = INF
                 if blk_arrived[blk] >= blk_live[blk]:
-                    release(blk, t + s_lat_exec[s])
+                    release(blk, blk_bar[blk, 0])
             # ---- advance the warp
             sli[slot, SLI_ROW] = row + 1
             ahead = row + PREFETCH_ROWS
@@ -880,7 +962,8 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                     if launch_blocks(sm, t + _max2(launch_lat, 1.0)) != 0:
                         return 2, 0
                 elif sw_bar and blk_arrived[blk] > 0 and blk_arrived[blk] >= blk_live[blk]:
-                    release(blk, t + blk_barlat[blk])
+                    # the last warp not waiting exited: the barrier resolves now
+                    release(blk, _max2(blk_bar[blk, 0], t + blk_bar[blk, 1]))
             # ---- when may this scheduler issue next?
             nxt = minr
             n1 = mc1

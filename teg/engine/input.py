@@ -64,7 +64,8 @@ class EngineInput:
     s_wbar: np.ndarray          # int32 (7 = none)
     s_rbar: np.ndarray          # int32 (7 = none)
     s_wait: np.ndarray          # int32 6-bit mask
-    s_depbar: np.ndarray        # int32 SB index a DEPBAR waits on (-1 = none)
+    s_depbar: np.ndarray        # int32 DEPBAR.LE SBb, N as b + 8 N (-1 = none)
+    s_async: np.ndarray         # int32 1 = cp.async copy (joins the open group), 2 = commit (LDGDEPBAR)
     # units [U]
     u_occ: np.ndarray           # float64 cycles one warp instruction occupies a copy
     u_count: np.ndarray         # int32 copies
@@ -129,7 +130,10 @@ def make_input(*, lat_exec, lat_multi, lat_same, unit=None, dst=None, src=None, 
     grouped into blocks of ``warps_per_block``; ``tx`` is a list (one per row) of
     ``(addr, nbytes, channel)`` lists (``tx_min``: the perfect-coalescing count per row, default all);
     ``blocks_sm`` gives each block's SM (default round-robin).
-    ``switches`` maps mechanism names of :class:`teg.engine.Options` to booleans.
+    ``switches`` maps mechanism names of :class:`teg.engine.Options` to booleans. ``ctrl`` holds
+    per-static lists of control-code fields (``ctrl`` present, ``stall``, ``yield``, ``wbar``,
+    ``rbar``, ``wait``), ``depbar`` / ``depbar_n`` (``DEPBAR.LE SBb, N``) and ``async`` (1 = cp.async
+    copy, 2 = group commit).
     """
     from teg.engine.codes import DEP_BASE
 
@@ -197,7 +201,9 @@ def make_input(*, lat_exec, lat_multi, lat_same, unit=None, dst=None, src=None, 
         s_depcause=i32(depcause, DEP_BASE + 1), s_dst=regs(dst, 8), s_src=regs(src, 16),
         s_ctrl=i32(ctrl.get("ctrl")), s_stall=i32(ctrl.get("stall")), s_yield=i32(ctrl.get("yield"), 1),
         s_wbar=i32(ctrl.get("wbar"), 7), s_rbar=i32(ctrl.get("rbar"), 7), s_wait=i32(ctrl.get("wait")),
-        s_depbar=i32(ctrl.get("depbar"), -1),
+        s_depbar=np.where(i32(ctrl.get("depbar"), -1) >= 0,
+                          i32(ctrl.get("depbar"), -1) + 8 * i32(ctrl.get("depbar_n")), -1).astype(np.int32),
+        s_async=i32(ctrl.get("async")),
         u_occ=np.asarray(units_occ, np.float64), u_count=np.asarray(units_count, np.int32),
         u_per_sm=np.asarray(units_per_sm, np.int32),
         r_sidx=r_sidx, r_wave=np.asarray(r_wave if r_wave is not None else [0] * N, np.int32),

@@ -45,6 +45,7 @@ from teg.memory.cachepolicy import bypasses_l1
 from teg.memory.channels import channel_of
 from teg.memory.coalesce import cc13_transactions, sector_transactions
 from teg.memory.shared import shared_wavefronts
+from teg.sass.effects import ASYNC_COMMIT_OPS, ASYNC_COPY_OPS
 
 MAX_DST = 8
 MAX_SRC = 16
@@ -63,23 +64,48 @@ def _static_from_program(program) -> dict:
     n = len(program.instructions)
     shared_operand = np.zeros(n, bool)
     depbar = np.full(n, -1, np.int32)
+    wait = np.asarray(tab["wait"], np.int32).copy()
     barrier_waits = np.ones(n, bool)
     for i, ins in enumerate(program.instructions):
         for op in ins.operands:
             if op.kind == "mem" and op.space == "shared":
                 shared_operand[i] = True
         if ins.base == "DEPBAR":
-            for op in ins.operands:
-                t = op.text.strip()
-                if t.startswith("SB") and t[2:].isdigit():
-                    depbar[i] = int(t[2:])
+            depbar[i], extra = _depbar_operands(ins)
+            wait[i] |= extra
         if ins.base == "BAR" and "ARV" in ins.modifiers:
             barrier_waits[i] = False
-    return {"opcodes": [ins.opcode for ins in program.instructions], "pcs": tab["address"].astype(np.int64),
+    opcodes = [ins.opcode for ins in program.instructions]
+    return {"opcodes": opcodes, "pcs": tab["address"].astype(np.int64),
             "dst": _pad(tab["dst"], MAX_DST), "src": _pad(tab["src"], MAX_SRC),
             "ctrl": tab["has_ctrl"], "stall": tab["stall"], "yield": tab["yield_"], "wbar": tab["wbar"],
-            "rbar": tab["rbar"], "wait": tab["wait"], "mem_width": tab["mem_width"],
-            "shared_operand": shared_operand, "depbar": depbar, "barrier_waits": barrier_waits}
+            "rbar": tab["rbar"], "wait": wait, "mem_width": tab["mem_width"],
+            "shared_operand": shared_operand, "depbar": depbar, "async": _async_roles(opcodes),
+            "barrier_waits": barrier_waits}
+
+
+def _depbar_operands(ins) -> tuple[int, int]:
+    """``DEPBAR.LE SBb, N[, {i,j}]`` → (``b + 8 N``, wait mask of the braced barriers): wait until
+    barrier b counts at most N outstanding results, and the listed barriers none."""
+    sb, count, extra = -1, 0, 0
+    for op in ins.operands:
+        t = op.text.strip()
+        if t.startswith("SB") and t[2:].isdigit():
+            sb = int(t[2:])
+        elif op.kind == "imm" and sb >= 0:
+            count = int(t, 0)
+        elif t.startswith("{") and t.endswith("}"):
+            for b in t[1:-1].split(","):
+                if b.strip().isdigit() and int(b) < 6:
+                    extra |= 1 << int(b)
+    return (sb + 8 * count if sb >= 0 else -1), extra
+
+
+def _async_roles(opcodes) -> np.ndarray:
+    """Per static instruction: 1 = asynchronous copy (its result joins the warp's open cp.async
+    group), 2 = commit of the open group (LDGDEPBAR), 0 = neither."""
+    base = [op.split(".")[0] for op in opcodes]
+    return np.array([1 if b in ASYNC_COPY_OPS else 2 if b in ASYNC_COMMIT_OPS else 0 for b in base], np.int32)
 
 
 def _static_from_trace(kt) -> tuple[dict, np.ndarray]:
@@ -92,7 +118,9 @@ def _static_from_trace(kt) -> tuple[dict, np.ndarray]:
              "src": _pad(np.asarray(kt.src)[first], MAX_SRC), "ctrl": zeros, "stall": zeros,
              "yield": zeros + 1, "wbar": zeros + 7, "rbar": zeros + 7, "wait": zeros,
              "mem_width": np.asarray(kt.mem_width)[first].astype(np.int32), "shared_operand": np.zeros(n, bool),
-             "depbar": np.full(n, -1, np.int32),
+             # a trace has no operands: DEPBAR waits for all committed cp.async groups (SB0, N = 0)
+             "depbar": np.array([0 if op.split(".")[0] == "DEPBAR" else -1 for op in opcodes], np.int32),
+             "async": _async_roles(opcodes),
              "barrier_waits": np.array(["ARV" not in op.split(".")[1:] for op in opcodes], bool)},
             inv.astype(np.int32))
 
@@ -279,13 +307,14 @@ def lower(program, kernel_trace, machine: Machine, options: Options | None = Non
         cls = DEP_BASE + (UNIT_CLASSES.index(info.unit_class) if info.unit_class in UNIT_CLASSES else len(UNIT_CLASSES) - 1)
         s_depcause[i] = cls
         is_mem = info.kind in MEMORY_KINDS
-        if (is_mem and info.space == "shared") or st["shared_operand"][i]:
+        if is_mem and info.space in ("global", "local", "generic", "texture"):
+            # (a cp.async copy, LDGSTS, also names its shared destination: timed by its global read)
+            s_mem[i] = MEM_GLOBAL
+            s_depcause[i] = DEP_GLOBAL
+        elif (is_mem and info.space == "shared") or st["shared_operand"][i]:
             s_mem[i] = MEM_SHARED
             s_depcause[i] = DEP_SHARED if is_mem else cls
             s_mem_lat[i] = s_lat_exec[i] if is_mem else s_lat_exec[i] + machine.shared.latency
-        elif is_mem and info.space in ("global", "local", "generic", "texture"):
-            s_mem[i] = MEM_GLOBAL
-            s_depcause[i] = DEP_GLOBAL
         # L2-only: stores (write-through, no L1 allocate), atomics, .cg/.cv/strong-GPU/SYS loads,
         # and plain global loads where the L1 does not cache them (Maxwell/Pascal)
         s_store[i] = int(bypasses_l1(st["opcodes"][i], info.kind, info.space,
@@ -432,6 +461,7 @@ def lower(program, kernel_trace, machine: Machine, options: Options | None = Non
         s_stall=np.asarray(st["stall"], np.int32), s_yield=np.asarray(st["yield"], np.int32),
         s_wbar=np.asarray(st["wbar"], np.int32), s_rbar=np.asarray(st["rbar"], np.int32),
         s_wait=np.asarray(st["wait"], np.int32), s_depbar=np.asarray(st["depbar"], np.int32),
+        s_async=np.asarray(st["async"], np.int32),
         u_occ=np.array([machine.units[u].occupancy for u in unit_names], np.float64),
         u_count=np.array([machine.units[u].count for u in unit_names], np.int32),
         u_per_sm=np.array([int(machine.units[u].per == "sm") for u in unit_names], np.int32),

@@ -73,6 +73,12 @@ MEMORY_OPS: dict[str, tuple[tuple[str, ...], str]] = {
     "LST": (("local",), "src"), "GATOM": (("global",), "both"), "GRED": (("global",), "src"),
 }
 
+# asynchronous global → shared copies (sm_80+ cp.async) and their groups: a copy's completion joins
+# its warp's open group, which LDGDEPBAR commits onto its dependency barrier; DEPBAR.LE SBb, N then
+# waits until at most N committed groups (barrier results) are outstanding (docs/model.md §2)
+ASYNC_COPY_OPS = frozenset({"LDGSTS"})
+ASYNC_COMMIT_OPS = frozenset({"LDGDEPBAR"})
+
 # data width modifiers of memory instructions: bytes per lane
 MEM_WIDTH = {"U8": 1, "S8": 1, "U16": 2, "S16": 2, "32": 4, "U32": 4, "S32": 4, "B32": 4, "F32": 4,
              "64": 8, "U64": 8, "S64": 8, "B64": 8, "F64": 8, "128": 16, "U128": 16, "B128": 16}
