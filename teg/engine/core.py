@@ -64,7 +64,8 @@ INF = 1e300
 NSB = 6
 # Results remembered per dependency barrier for ``DEPBAR.LE SBb, N`` with N > 0 (a ring of the last
 # NQ): the wait ends when at most N of the barrier's results are outstanding, i.e. at the (N+1)-th
-# latest of them. Exact while results complete in issue order or no more than NQ are outstanding.
+# latest of them. Exact for N < NQ while the barrier's results complete in issue order or no more
+# than NQ are outstanding; DEPBAR.LE with N >= NQ does not wait (an optimistic limit).
 NQ = 8
 C_INSTR = CTR["instructions"]
 C_SH_ACC, C_SH_WAVE, C_SH_WMIN = CTR["shared_accesses"], CTR["shared_wavefronts"], CTR["shared_wavefronts_min"]
