@@ -269,6 +269,10 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
     bqc = np.zeros((n_slots, NSB + 1, NQ, 2), np.int64)
     bqn = np.zeros((n_slots, NSB), np.int64)
     has_async = False       # any copy, commit or DEPBAR (else the loop skips their checks)
+    has_bar = False         # any BAR that waits (else the loop skips the barrier checks)
+    for i in range(s_barrier.shape[0]):
+        if s_barrier[i] != 0 and sw_bar:
+            has_bar = True
     for i in range(s_async.shape[0]):
         if s_async[i] != 0 or s_depbar[i] >= 0:
             has_async = True
@@ -381,7 +385,7 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
         c1 = sli[slot, SLI_SAMEC]
         c2 = c1
         sp = t0
-        if slf[slot, SLF_BAR] > t0:
+        if has_bar and slf[slot, SLF_BAR] > t0:
             t0 = slf[slot, SLF_BAR]
             c1 = BARRIER
             c2 = BARRIER
@@ -923,7 +927,7 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                 sm_end[sm] = t + 1.0
             # ---- barrier arrival
             blk = _nonneg(sli[slot, SLI_BLOCK])
-            if s_barrier[s] != 0 and sw_bar:
+            if has_bar and s_barrier[s] != 0:
                 blk_arrived[blk] += 1
                 # the barrier resolves at the latest arrival + its BAR latency (the largest such
                 # time, so that an earlier arrival never resolves it later)
