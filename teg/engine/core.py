@@ -180,6 +180,46 @@ def _heap_replace_top(heap, p, n, value):
     heap[p, i] = value
 
 
+@njit(cache=True)
+def _depbar_wait(bs, bsc, bq, bqc, bqn, slot, db):
+    """``DEPBAR.LE SBb, N`` (``db = b + 8 N``): when it may issue, with the split and causes of the
+    result it waits for: the latest for N = 0 (none outstanding), else the (N+1)-th latest of the
+    barrier's remembered results (-1.0 when fewer than N+1 are remembered: nothing to wait for)."""
+    b = db & 7
+    n = db >> 3
+    if n == 0:
+        return bs[slot, b, RS_T], bs[slot, b, RS_B], bsc[slot, b, RC_C1], bsc[slot, b, RC_C2]
+    m = min(bqn[slot, b], NQ)
+    for i in range(m):
+        later = 0
+        for j in range(m):
+            if bq[slot, b, j, RS_T] > bq[slot, b, i, RS_T] or (bq[slot, b, j, RS_T] == bq[slot, b, i, RS_T] and j > i):
+                later += 1
+        if later == n:
+            return bq[slot, b, i, RS_T], bq[slot, b, i, RS_B], bqc[slot, b, i, RC_C1], bqc[slot, b, i, RC_C2]
+    return -1.0, -1.0, np.int64(0), np.int64(0)
+
+
+@njit(cache=True)
+def _bar_write(bs, bsc, bq, bqc, bqn, slot, b, rt, rb, c1, c2):
+    """Dependency barrier ``b`` of the slot counts one more result, ready at ``rt`` (split ``rb``,
+    causes ``c1``/``c2``): ``bs``/``bsc`` keep the latest (a wait for zero outstanding), the ring
+    ``bq``/``bqc`` the last NQ (``DEPBAR.LE`` with N > 0), ``bqn`` counts them. A plain jitted
+    function (inlined by LLVM): as a closure numba would inline its IR at each of its three call
+    sites, which lengthened the engine's cold compile by about a third."""
+    if rt > bs[slot, b, RS_T]:
+        bs[slot, b, RS_T] = rt
+        bs[slot, b, RS_B] = rb
+        bsc[slot, b, RC_C1] = c1
+        bsc[slot, b, RC_C2] = c2
+    q = bqn[slot, b] & (NQ - 1)
+    bqn[slot, b] += 1
+    bq[slot, b, q, RS_T] = rt
+    bq[slot, b, q, RS_B] = rb
+    bqc[slot, b, q, RC_C1] = c1
+    bqc[slot, b, q, RC_C2] = c2
+
+
 @njit(cache=True, error_model="numpy")
 def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_lat, s_store, s_barrier,
              s_depcause, s_dst, s_src, s_ctrl, s_stall, s_yield, s_wbar, s_rbar, s_wait, s_depbar, s_async,
@@ -344,40 +384,6 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
     kend_c2 = NO_WARP
     status = 0
 
-    def depbar_entry(slot, db):
-        """``DEPBAR.LE SBb, N`` (``db = b + 8 N``): the barrier and which of its results ends the
-        wait: -1 = the latest (N = 0: none outstanding, ``bs``), -2 = none (fewer than N+1 results
-        remembered), else the ring entry of the (N+1)-th latest remembered result."""
-        b = _nonneg(db & 7)
-        n = db >> 3
-        if n == 0:
-            return b, -1
-        m = _min2(bqn[slot, b], NQ)
-        for i in range(m):
-            later = 0
-            for j in range(m):
-                if bq[slot, b, j, RS_T] > bq[slot, b, i, RS_T] or (bq[slot, b, j, RS_T] == bq[slot, b, i, RS_T] and j > i):
-                    later += 1
-            if later == n:
-                return b, i
-        return b, -2
-
-    def bar_write(slot, b, rt, rb, c1, c2):
-        """Dependency barrier ``b`` of the slot counts one more result, ready at ``rt`` (split
-        ``rb``, causes ``c1``/``c2``): ``bs`` keeps the latest (a wait for zero outstanding), the
-        ring ``bq`` the last NQ (``DEPBAR.LE`` with N > 0)."""
-        if rt > bs[slot, b, RS_T]:
-            bs[slot, b, RS_T] = rt
-            bs[slot, b, RS_B] = rb
-            bsc[slot, b, RC_C1] = c1
-            bsc[slot, b, RC_C2] = c2
-        q = _nonneg(bqn[slot, b] & (NQ - 1))
-        bqn[slot, b] += 1
-        bq[slot, b, q, RS_T] = rt
-        bq[slot, b, q, RS_B] = rb
-        bqc[slot, b, q, RC_C1] = c1
-        bqc[slot, b, q, RC_C2] = c2
-
     def compute_tdep(slot):
         """t_dep of the slot's current instruction and its binding cause."""
         s = _nonneg(sli[slot, SLI_SIDX])
@@ -422,17 +428,12 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                         c2 = bsc[slot, b, RC_C2]
             db = s_depbar[s] if has_async else -1
             if db >= 0:
-                b, q = depbar_entry(slot, db)
-                if q == -1 and bs[slot, b, RS_T] > t0:
-                    t0 = bs[slot, b, RS_T]
-                    sp = bs[slot, b, RS_B]
-                    c1 = bsc[slot, b, RC_C1]
-                    c2 = bsc[slot, b, RC_C2]
-                elif q >= 0 and bq[slot, b, q, RS_T] > t0:
-                    t0 = bq[slot, b, q, RS_T]
-                    sp = bq[slot, b, q, RS_B]
-                    c1 = bqc[slot, b, q, RC_C1]
-                    c2 = bqc[slot, b, q, RC_C2]
+                bt, bsp, b1, b2 = _depbar_wait(bs, bsc, bq, bqc, bqn, slot, db)
+                if bt > t0:
+                    t0 = bt
+                    sp = bsp
+                    c1 = b1
+                    c2 = b2
         slf[slot, SLF_TDEP] = t0
         sli[slot, SLI_C1] = c1
         sli[slot, SLI_C2] = c2
@@ -898,15 +899,15 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                 if depmodel == 0 or s_ctrl[s] == 0:
                     # without control codes the group is counted on its barrier (SB0 by default)
                     b = _nonneg(s_wbar[s])
-                    bar_write(slot, b if b < NSB else 0, rd, rb, c1, c2)
+                    _bar_write(bs, bsc, bq, bqc, bqn, slot, b if b < NSB else 0, rd, rb, c1, c2)
             if depmodel == 1 and s_ctrl[s] != 0:
                 b = _nonneg(s_wbar[s])
                 if b < NSB:
-                    bar_write(slot, b, rd, rb, c1, c2)
+                    _bar_write(bs, bsc, bq, bqc, bqn, slot, b, rd, rb, c1, c2)
                 b = _nonneg(s_rbar[s])
                 if b < NSB:
                     rt = t + rbar_lat if sw_deps else t
-                    bar_write(slot, b, rt, rt, s_depcause[s], s_depcause[s])
+                    _bar_write(bs, bsc, bq, bqc, bqn, slot, b, rt, rt, s_depcause[s], s_depcause[s])
             else:
                 for k in range(ND):
                     r = s_dst[s, k]
