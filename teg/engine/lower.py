@@ -90,7 +90,7 @@ def _depbar_operands(ins) -> tuple[int, int]:
     sb, count, extra = -1, 0, 0
     for op in ins.operands:
         t = op.text.strip()
-        if t.startswith("SB") and t[2:].isdigit():
+        if t.startswith("SB") and t[2:].isdigit() and int(t[2:]) < 6:    # SB0 … SB5
             sb = int(t[2:])
         elif op.kind == "imm" and sb >= 0:
             count = int(t, 0)
