@@ -220,6 +220,74 @@ def _bar_write(bs, bsc, bq, bqc, bqn, slot, b, rt, rb, c1, c2):
     bqc[slot, b, q, RC_C2] = c2
 
 
+# Per-static-instruction facts the loop reads, packed a row per instruction into one int and one
+# float array with constant row widths (one base pointer each, row offsets the compiler knows) and
+# folded with the run's switches where the loop would otherwise combine them at every issue.
+(X_UNIT, X_UPSM, X_UCNT, X_MEM, X_GMEM, X_STORE, X_BAR, X_DEPCAUSE, X_CC, X_YIELD, X_WBAR, X_RBAR,
+ X_WAIT, X_DEPBAR, X_ASYNC, X_FAST, X_NSRC, X_NDST) = range(18)
+X_SRC = 18                  # source registers (MAX_SRC = 16 at most)
+X_DST = X_SRC + 16          # destination registers (MAX_DST = 8 at most)
+XW = 48                     # row width of the int table
+SF_OCC, SF_LAT, SF_MEMLAT, SF_FREE, SF_SAME = range(5)
+FW = 8                      # row width of the float table
+
+
+@njit(cache=True)
+def _pack_static(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_lat, s_store, s_barrier,
+                 s_depcause, s_dst, s_src, s_ctrl, s_stall, s_yield, s_wbar, s_rbar, s_wait, s_depbar, s_async,
+                 u_count, u_per_sm, depmodel, pipe_limited, can_fast, issue_interval, sw_same, sw_bar):
+    """The static tables as the loop reads them (``X_*`` / ``SF_*`` columns): ``X_CC`` = the
+    instruction is timed by its control codes; ``SF_SAME`` its same-warp delay (stall count or
+    same-warp latency, at least 1; 1 cycle / the multi-warp latency with that switch off);
+    ``SF_FREE`` the scheduler's busy time ``max(issue interval, multi-warp latency)``;
+    ``X_FAST`` a single-cycle issue (the scan may stop at the first eligible warp); ``X_GMEM``
+    needs a memory-pipeline slot; ``X_BAR`` a BAR that waits (free barriers: none); source and
+    destination lists with their lengths (up to the first -1)."""
+    n = s_unit.shape[0]
+    sx = np.zeros(n * XW, np.int64)
+    sf = np.zeros(n * FW, np.float64)
+    for s in range(n):
+        x = s * XW
+        f = s * FW
+        u = s_unit[s]
+        cc = depmodel == 1 and s_ctrl[s] != 0
+        sx[x + X_UNIT] = u
+        sx[x + X_UPSM] = u_per_sm[u] != 0
+        sx[x + X_UCNT] = u_count[u]
+        sx[x + X_MEM] = s_mem[s]
+        sx[x + X_GMEM] = pipe_limited and s_mem[s] == MEM_GLOBAL
+        sx[x + X_STORE] = s_store[s] != 0
+        sx[x + X_BAR] = sw_bar and s_barrier[s] != 0
+        sx[x + X_DEPCAUSE] = s_depcause[s]
+        sx[x + X_CC] = cc
+        sx[x + X_YIELD] = s_yield[s]
+        sx[x + X_WBAR] = s_wbar[s]
+        sx[x + X_RBAR] = s_rbar[s]
+        sx[x + X_WAIT] = s_wait[s]
+        sx[x + X_DEPBAR] = s_depbar[s]
+        sx[x + X_ASYNC] = s_async[s]
+        sx[x + X_FAST] = can_fast and s_lat_multi[s] <= 1.0
+        k = 0
+        while k < s_src.shape[1] and s_src[s, k] >= 0:
+            sx[x + X_SRC + k] = s_src[s, k]
+            k += 1
+        sx[x + X_NSRC] = k
+        k = 0
+        while k < s_dst.shape[1] and s_dst[s, k] >= 0:
+            sx[x + X_DST + k] = s_dst[s, k]
+            k += 1
+        sx[x + X_NDST] = k
+        sf[f + SF_OCC] = s_occ[s]
+        sf[f + SF_LAT] = s_lat_exec[s]
+        sf[f + SF_MEMLAT] = s_mem_lat[s]
+        sf[f + SF_FREE] = _max2(issue_interval, s_lat_multi[s])
+        if cc:
+            sf[f + SF_SAME] = _max2(float(s_stall[s]) if sw_same else 1.0, 1.0)
+        else:
+            sf[f + SF_SAME] = _max2(s_lat_same[s] if sw_same else s_lat_multi[s], 1.0)
+    return sx, sf
+
+
 @njit(cache=True, error_model="numpy")
 def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_lat, s_store, s_barrier,
              s_depcause, s_dst, s_src, s_ctrl, s_stall, s_yield, s_wbar, s_rbar, s_wait, s_depbar, s_async,
@@ -229,7 +297,8 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
              stall_out, pc_count, pc_wait, counters, timeline, sm_end, order_in, order_out):
     """Run the timing model; fills the output arrays and returns ``(status, total_cycles)``.
     status 0 = done, 1 = deadlock (warps wait forever, e.g. at a barrier), 2 = a block does not
-    fit in the SM's warp slots, 3 = the replay order names a row whose warp is not resident then.
+    fit in the SM's warp slots, 3 = the replay order names a row whose warp is not resident then,
+    4 = an instruction lists more registers than the packed static table holds.
 
     ``order_in`` (non-empty: replay) is the global issue order to follow, ``order_out`` (non-empty:
     record) receives this run's issue order; both hold dynamic row indexes."""
@@ -290,6 +359,13 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
         for k in range(NS):
             if s_src[i, k] + 1 > nreg:
                 nreg = s_src[i, k] + 1
+
+    if NS > X_DST - X_SRC or ND > XW - X_DST:
+        return 4, 0
+    sx, sf = _pack_static(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_lat, s_store,
+                          s_barrier, s_depcause, s_dst, s_src, s_ctrl, s_stall, s_yield, s_wbar, s_rbar,
+                          s_wait, s_depbar, s_async, u_count, u_per_sm, depmodel, pipe_limited,
+                          issue_interval <= 1.0, issue_interval, sw_same, sw_bar)
 
     # ---- warp-slot state: one float and one int table, a row per slot
     slf = np.zeros((n_slots, NUM_SLF), np.float64)
@@ -387,6 +463,7 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
     def compute_tdep(slot):
         """t_dep of the slot's current instruction and its binding cause."""
         s = _nonneg(sli[slot, SLI_SIDX])
+        x = _nonneg(s * XW)
         t0 = slf[slot, SLF_SAME]
         c1 = sli[slot, SLI_SAMEC]
         c2 = c1
@@ -397,36 +474,32 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
             c2 = BARRIER
             sp = t0
         if sw_deps:
-            if depmodel == 0 or s_ctrl[s] == 0:
-                for k in range(NS):
-                    r = s_src[s, k]
-                    if r < 0:
-                        break           # -1 padding follows the register list
+            if sx[x + X_CC] == 0:
+                for k in range(sx[x + X_NSRC]):
+                    r = _nonneg(sx[x + X_SRC + k])
                     if rs[slot, r, RS_T] > t0:
                         t0 = rs[slot, r, RS_T]
                         sp = rs[slot, r, RS_B]
                         c1 = rsc[slot, r, RC_C1]
                         c2 = rsc[slot, r, RC_C2]
                 # write-after-write: the new result must not land before the pending one
-                lx = s_lat_exec[s]
-                for k in range(ND):
-                    r = s_dst[s, k]
-                    if r < 0:
-                        break
+                lx = sf[s * FW + SF_LAT]
+                for k in range(sx[x + X_NDST]):
+                    r = _nonneg(sx[x + X_DST + k])
                     if rs[slot, r, RS_T] - lx > t0:
                         t0 = rs[slot, r, RS_T] - lx
                         sp = rs[slot, r, RS_B] - lx
                         c1 = rsc[slot, r, RC_C1]
                         c2 = rsc[slot, r, RC_C2]
             else:
-                wm = s_wait[s]
+                wm = sx[x + X_WAIT]
                 for b in range(NSB):
                     if (wm >> b) & 1 and bs[slot, b, RS_T] > t0:
                         t0 = bs[slot, b, RS_T]
                         sp = bs[slot, b, RS_B]
                         c1 = bsc[slot, b, RC_C1]
                         c2 = bsc[slot, b, RC_C2]
-            db = s_depbar[s] if has_async else -1
+            db = sx[x + X_DEPBAR] if has_async else -1
             if db >= 0:
                 bt, bsp, b1, b2 = _depbar_wait(bs, bsc, bq, bqc, bqn, slot, db)
                 if bt > t0:
@@ -438,11 +511,11 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
         sli[slot, SLI_C1] = c1
         sli[slot, SLI_C2] = c2
         slf[slot, SLF_SPLIT] = sp
-        u = _nonneg(s_unit[s])
-        grp = sli[slot, SLI_SM] * S if u_per_sm[u] != 0 else sli[slot, SLI_G]
+        u = sx[x + X_UNIT]
+        grp = sli[slot, SLI_SM] * S if sx[x + X_UPSM] != 0 else sli[slot, SLI_G]
         sli[slot, SLI_UOFF] = grp * U + u
-        sli[slot, SLI_UCNT] = u_count[u]
-        sli[slot, SLI_GMEM] = pipe_limited and s_mem[s] == MEM_GLOBAL
+        sli[slot, SLI_UCNT] = sx[x + X_UCNT]
+        sli[slot, SLI_GMEM] = sx[x + X_GMEM]
 
     def note_ready(slot):
         """Lower the slot's scheduler wake-up time to the slot's t_dep."""
@@ -611,7 +684,6 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
             # the scheduler is free again next cycle, the scan stops at the chosen warp (no cycle
             # is skipped before the next scan, so nothing else needs evaluating).
             fast = False
-            can_fast = issue_interval <= 1.0
             gs = sci[g, SCI_GREEDY]
             gdone = False       # the greedy warp was evaluated here; the scan leaves it out
             rg = INF
@@ -633,7 +705,7 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                     gdone = True
                     best = gs
                     best_k = sli[gs, SLI_K]
-                    fast = can_fast and s_lat_multi[_nonneg(sli[gs, SLI_SIDX])] <= 1.0
+                    fast = sx[_nonneg(sli[gs, SLI_SIDX] * XW) + X_FAST] != 0
             gskip = gs if gdone else -1
             mslot = -1
             nscan = 0 if fast else (L if policy == 0 else sch_n[g])
@@ -674,7 +746,7 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                     if best < 0:
                         best = slot
                         best_k = k if policy == 0 else sli[slot, SLI_K]
-                        if can_fast and s_lat_multi[_nonneg(sli[slot, SLI_SIDX])] <= 1.0:
+                        if sx[_nonneg(sli[slot, SLI_SIDX] * XW) + X_FAST] != 0:
                             fast = True
                             break
                     else:
@@ -739,6 +811,8 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
             sci[g, SCI_GREEDY] = slot
             row = _nonneg(sli[slot, SLI_ROW])
             s = _nonneg(sli[slot, SLI_SIDX])
+            x = _nonneg(s * XW)
+            f = _nonneg(s * FW)
             counters[C_INSTR] += 1
             pc_count[s] += 1
             pc_wait[s] += t - slf[slot, SLF_SINCE]
@@ -746,9 +820,8 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                 timeline[row] = t
             if rec_order:
                 order_out[counters[C_INSTR] - 1] = row
-            lat_m = s_lat_multi[s]
-            scf[g, SCF_FREE] = t + _max2(issue_interval, lat_m)
-            mem = s_mem[s]
+            scf[g, SCF_FREE] = t + sf[f + SF_FREE]
+            mem = sx[x + X_MEM]
             w = 1
             wmin = 1
             active = True
@@ -761,25 +834,22 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                 counters[C_SH_WMIN] += wmin
             if sw_units:
                 bc, m = earliest_copy(slot)
-                uf[_nonneg(sli[slot, SLI_UOFF]), bc] = t + s_occ[s] * w
-            if depmodel == 1 and s_ctrl[s] != 0:
-                st = float(s_stall[s]) if sw_same else 1.0
-                slf[slot, SLF_SAME] = t + _max2(st, 1.0)
-                sli[slot, SLI_YIELD] = s_yield[s]
-            else:
-                ls = s_lat_same[s] if sw_same else lat_m
-                slf[slot, SLF_SAME] = t + _max2(ls, 1.0)
+                uf[_nonneg(sli[slot, SLI_UOFF]), bc] = t + sf[f + SF_OCC] * w
+            cc = sx[x + X_CC] != 0
+            slf[slot, SLF_SAME] = t + sf[f + SF_SAME]
+            if cc:
+                sli[slot, SLI_YIELD] = sx[x + X_YIELD]
             sli[slot, SLI_SAMEC] = SAME_WARP
             # ---- result time
             if mem == MEM_SHARED and not active:
                 done = t + 1.0
                 base = done
-                c1 = s_depcause[s]
+                c1 = sx[x + X_DEPCAUSE]
                 c2 = c1
             elif mem == MEM_SHARED:
-                done = t + s_mem_lat[s] + (w - 1) * wfc
-                base = t + s_mem_lat[s] + (wmin - 1) * wfc
-                c1 = s_depcause[s]
+                done = t + sf[f + SF_MEMLAT] + (w - 1) * wfc
+                base = t + sf[f + SF_MEMLAT] + (wmin - 1) * wfc
+                c1 = sx[x + X_DEPCAUSE]
                 c2 = BANK_CONFLICT
             elif mem == MEM_GLOBAL:
                 k0 = _nonneg(r_tx_start[row])
@@ -796,8 +866,8 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                         nb_each = r_tx_min_bytes[row] / ntx
                 counters[C_G_ACC] += 1
                 counters[C_TX] += ntx
-                is_store = s_store[s] != 0
-                c1 = s_depcause[s]
+                is_store = sx[x + X_STORE] != 0
+                c1 = sx[x + X_DEPCAUSE]
                 c2 = CHANNEL_QUEUE
                 if ntx == 0:                  # no active lane: nothing to fetch
                     done = t + 1.0
@@ -869,18 +939,18 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                 if pipe_limited and beyond_l1:
                     _heap_replace_top(heap, pp, pipe_n[pp], done)
                 if missed:
-                    c1 = CACHE_MISS if (has_l1 or has_l2) else s_depcause[s]
+                    c1 = CACHE_MISS if (has_l1 or has_l2) else sx[x + X_DEPCAUSE]
             else:
-                done = t + s_lat_exec[s]
+                done = t + sf[f + SF_LAT]
                 base = done
-                c1 = s_depcause[s]
+                c1 = sx[x + X_DEPCAUSE]
                 c2 = c1
             rd = done
             rb = base
             if not sw_deps:
                 rd = t
                 rb = t
-            asy = s_async[s] if has_async else 0
+            asy = sx[x + X_ASYNC] if has_async else 0
             if asy == 1:
                 # cp.async copy: its result joins the warp's open group (no register receives it)
                 if rd > bq[slot, NSB, 0, RS_T]:
@@ -896,23 +966,21 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                     c1 = bqc[slot, NSB, 0, RC_C1]
                     c2 = bqc[slot, NSB, 0, RC_C2]
                 bq[slot, NSB, 0, RS_T] = 0.0
-                if depmodel == 0 or s_ctrl[s] == 0:
+                if not cc:
                     # without control codes the group is counted on its barrier (SB0 by default)
-                    b = _nonneg(s_wbar[s])
+                    b = _nonneg(sx[x + X_WBAR])
                     _bar_write(bs, bsc, bq, bqc, bqn, slot, b if b < NSB else 0, rd, rb, c1, c2)
-            if depmodel == 1 and s_ctrl[s] != 0:
-                b = _nonneg(s_wbar[s])
+            if cc:
+                b = _nonneg(sx[x + X_WBAR])
                 if b < NSB:
                     _bar_write(bs, bsc, bq, bqc, bqn, slot, b, rd, rb, c1, c2)
-                b = _nonneg(s_rbar[s])
+                b = _nonneg(sx[x + X_RBAR])
                 if b < NSB:
                     rt = t + rbar_lat if sw_deps else t
-                    _bar_write(bs, bsc, bq, bqc, bqn, slot, b, rt, rt, s_depcause[s], s_depcause[s])
+                    _bar_write(bs, bsc, bq, bqc, bqn, slot, b, rt, rt, sx[x + X_DEPCAUSE], sx[x + X_DEPCAUSE])
             else:
-                for k in range(ND):
-                    r = s_dst[s, k]
-                    if r < 0:
-                        break
+                for k in range(sx[x + X_NDST]):
+                    r = _nonneg(sx[x + X_DST + k])
                     rs[slot, r, RS_T] = rd
                     rs[slot, r, RS_B] = rb
                     rsc[slot, r, RC_C1] = c1
@@ -928,12 +996,12 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                 sm_end[sm] = t + 1.0
             # ---- barrier arrival
             blk = _nonneg(sli[slot, SLI_BLOCK])
-            if has_bar and s_barrier[s] != 0:
+            if has_bar and sx[x + X_BAR] != 0:
                 blk_arrived[blk] += 1
                 # the barrier resolves at the latest arrival + its BAR latency (the largest such
                 # time, so that an earlier arrival never resolves it later)
-                blk_bar[blk, 0] = _max2(blk_bar[blk, 0], t + s_lat_exec[s])
-                blk_bar[blk, 1] = _max2(blk_bar[blk, 1], s_lat_exec[s])
+                blk_bar[blk, 0] = _max2(blk_bar[blk, 0], t + sf[f + SF_LAT])
+                blk_bar[blk, 1] = _max2(blk_bar[blk, 1], sf[f + SF_LAT])
                 slf[slot, SLF_BAR] = INF
                 if blk_arrived[blk] >= blk_live[blk]:
                     release(blk, blk_bar[blk, 0])

@@ -45,6 +45,9 @@ def run(inp: EngineInput) -> Result:
     if status == 3:
         raise EngineError(f"{inp.meta.get('kernel', 'kernel')}: replay order infeasible at cycle {cycles}: "
                           "it names a row whose warp is not resident yet (an order from another configuration?)")
+    if status == 4:
+        raise EngineError(f"{inp.meta.get('kernel', 'kernel')}: an instruction lists more than 16 source or "
+                          "8 destination registers")
     return make_result(cycles, stall, counters, pc_count, pc_wait.astype(np.int64), sm_end,
                        timeline.astype(np.int64) if record else None, dict(inp.meta),
                        order_out if order_out.shape[0] else None)
