@@ -225,8 +225,8 @@ def _bar_write(bs, bsc, bq, bqc, bqn, slot, b, rt, rb, c1, c2):
 # folded with the run's switches where the loop would otherwise combine them at every issue.
 (X_UNIT, X_UPSM, X_UCNT, X_MEM, X_GMEM, X_STORE, X_BAR, X_DEPCAUSE, X_CC, X_YIELD, X_WBAR, X_RBAR,
  X_WAIT, X_DEPBAR, X_ASYNC, X_FAST, X_NSRC, X_NDST) = range(18)
-X_SRC = 18                  # source registers (MAX_SRC = 16 at most)
-X_DST = X_SRC + 16          # destination registers (MAX_DST = 8 at most)
+X_SRC = 18                  # source registers: room for 16 (the lowering's MAX_SRC)
+X_DST = X_SRC + 16          # destination registers: room for XW - X_DST = 14 (the lowering's MAX_DST is 8)
 XW = 48                     # row width of the int table
 SF_OCC, SF_LAT, SF_MEMLAT, SF_FREE, SF_SAME = range(5)
 FW = 8                      # row width of the float table
