@@ -66,7 +66,10 @@ def _with(inp, **switches):
     return with_switches(inp, **switches)
 
 
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# derandomize: every run (CI included) explores the same examples, so a failure reproduces; to search
+# new random inputs, set derandomize=False locally
+SETTINGS = settings(max_examples=150, deadline=None, derandomize=True,
+                    suppress_health_check=[HealthCheck.too_slow])
 
 
 @SETTINGS
