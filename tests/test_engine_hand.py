@@ -163,6 +163,19 @@ def test_exited_warps_do_not_hold_a_barrier():
     assert r.cycles == 2
 
 
+def test_warp_ending_on_a_barrier_still_waits_for_the_others():
+    """Block of three warps (one per scheduler). Warp A's last instruction is a BAR; B: BAR, FADD;
+    C: a FADD of same-warp latency 5, BAR, FADD. A and B arrive at 0, A exits, C arrives at 5: the
+    barrier releases only then (5 + BAR latency 1 = 6), one episode. A's exit must not let the
+    warps still alive count A's arrival as one of theirs (which released B at 1)."""
+    inp = make_input(lat_exec=[1, 1, 1], lat_multi=[1] * 3, lat_same=[1, 1, 5], barrier=[1, 0, 0],
+                     dst=[[], [4], [5]], rows_per_warp=[[0], [0, 1], [2, 0, 1]], warps_per_block=3, schedulers=3)
+    r = run(inp)
+    assert list(r.timeline) == [0, 0, 6, 0, 5, 6]
+    assert r.counters["barriers"] == 1
+    assert r.cycles == 7
+
+
 def test_barrier_resolves_at_latest_arrival_plus_its_latency():
     """BARs of different latencies meet (static 0: BAR latency 10, static 2: BAR latency 1). Warp A
     arrives at 0 (0 + 10), warp B at 5 after a same-warp wait (5 + 1): both go on at

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from teg.engine import MECHANISMS, make_input, run
@@ -108,8 +108,19 @@ def test_removing_a_mechanism_never_adds_cycles_one_warp(inp):
     check_monotone(inp)
 
 
+# found by a random search: warp 0 ends on a BAR in the same cycle warp 1 reaches its matching BAR;
+# warp 0's exit released the episode without warp 1, so arriving one cycle earlier (no same-warp
+# penalty) made warp 1 wait for warp 0's slower BAR: 7 → 8 cycles
+_BAR_AT_EXIT = make_input(
+    lat_exec=[1, 1, 1, 2, 1, 1], lat_multi=[1, 1, 1, 1, 1, 2], lat_same=[1, 1, 1, 1, 2, 1],
+    mem_lat=[1, 1, 1, 2, 1, 1], barrier=[1, 0, 0, 1, 0, 0], dst=[[], [0], [0], [], [0], [0]],
+    depcause=[DEP_BASE + 1] * 6, rows_per_warp=[[0, 0, 0, 5, 3], [0, 0, 0, 4, 0, 0]], warps_per_block=2,
+    schedulers=2, slots=2, record_timeline=False)
+
+
 @SETTINGS
 @given(engine_inputs(max_warps=4, private=True))
+@example(_BAR_AT_EXIT)
 def test_removing_a_mechanism_never_adds_cycles_private_warps(inp):
     """Several warps that interact only through barriers (one warp per scheduler). With shared
     schedulers, units or DRAM queues, greedy issue can show scheduling anomalies (an earlier

@@ -1032,6 +1032,10 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                 sci[g, SCI_GREEDY] = -1
                 finished += 1
                 blk_live[blk] -= 1
+                if has_bar and slf[slot, SLF_BAR] >= INF:
+                    # its last instruction was a BAR still waiting: the warp leaves the episode
+                    # (its arrival time stays in it), so the others still wait for each other
+                    blk_arrived[blk] -= 1
                 if blk_live[blk] == 0:
                     sm_res[sm] -= 1
                     if launch_blocks(sm, t + _max2(launch_lat, 1.0)) != 0:
