@@ -44,6 +44,22 @@ def test_sweep_csv_and_json():
     assert [x["blocks"] for x in d] == [1, 2]
 
 
+def test_text_views_state_the_simulated_setup():
+    """estimate, whatif and sweep print what was simulated above their tables: the bundled example's
+    grid has 4 blocks of 8 warps, so one simulated SM gets 1 block and 1/4 of the bandwidth; a sweep
+    assumes every SM of the machine (sm_90 table: 114) runs the same configuration."""
+    est = invoke("estimate").output
+    assert "simulated   1 SM, 8 warps in 1 block, with 1/4 of the DRAM bandwidth and L2 (4 SMs busy)" in est
+    wi = invoke("whatif").output
+    assert wi.startswith("kernel      matmul_abt\nmachine     sm_90  (controlcodes dependencies, gto scheduling)")
+    assert "1/4 of the DRAM bandwidth" in wi and "mechanism" in wi
+    sw = invoke("sweep", "--warps", "1,2").output
+    assert "simulated   1 SM, with 1/114 of the DRAM bandwidth and L2 (114 SMs busy)" in sw
+    assert "all of the DRAM bandwidth" in invoke("estimate", "--sms", "4").output
+    # machine-readable views stay bare
+    assert invoke("sweep", "--warps", "1,2", "--csv").output.startswith("warps,")
+
+
 def test_estimate_gt200_listing3():
     r = invoke("estimate", "--sass", str(FIX / "teg_listing3.sass"), "--kernel", "fadd_latency")
     assert r.exit_code == 0, r.output

@@ -7,7 +7,7 @@ more warps do more work); ``speedup`` is that throughput over the first point's 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from teg.engine.lower import lower
 from teg.engine.options import Options
@@ -22,6 +22,7 @@ class SweepRow:
     instructions: int
     throughput: float        # warp instructions per cycle
     speedup: float           # throughput / throughput of the first row
+    meta: dict = field(default_factory=dict, compare=False, repr=False)   # the run's (lowering's) meta
 
     def to_dict(self) -> dict:
         return {"warps": self.warps, "blocks": self.blocks, "cycles": self.cycles,
@@ -45,5 +46,6 @@ def sweep(program, kernel_trace, machine, options: Options | None = None, warps=
         if first is None:
             first = thr
         rows.append(SweepRow(warps=int(inp.meta["warps"]), blocks=None if warps is not None else p, cycles=r.cycles,
-                             instructions=r.instructions, throughput=thr, speedup=thr / first if first else 0.0))
+                             instructions=r.instructions, throughput=thr, speedup=thr / first if first else 0.0,
+                             meta=r.meta))
     return rows

@@ -91,8 +91,9 @@ def whatif(sass, trace_path, kernel, machine, policy, dependency_model, sms, unk
 
     f = _load(sass, trace_path, kernel, machine)
     opts = _options(policy=policy, dependency_model=dependency_model, sms=sms, unknown=unknown)
-    rows = run_whatif(lower(f.program, f.kernel_trace, f.machine, opts))
-    click.echo(to_json(rows) if as_json else to_csv(rows).rstrip("\n") if as_csv else whatif_text(rows))
+    inp = lower(f.program, f.kernel_trace, f.machine, opts)
+    rows = run_whatif(inp)
+    click.echo(to_json(rows) if as_json else to_csv(rows).rstrip("\n") if as_csv else whatif_text(rows, inp.meta))
 
 
 @main.command()

@@ -451,7 +451,8 @@ def lower(program, kernel_trace, machine: Machine, options: Options | None = Non
             "occupancy": (occ.to_dict() if occ is not None else {"blocks_per_sm": resident,
                                                                   "warps_per_sm": int(ctx_lens.shape[0]),
                                                                   "limiter": "sweep" if kt is not None else "sass-only"}),
-            "units": unit_names, "threads_per_block": threads, "warps_per_block": wpb_real}
+            "units": unit_names, "threads_per_block": threads, "warps_per_block": wpb_real,
+            "busy_sms": int(max(busy, n_sms))}
     if options.blocks_per_sm is not None and meta["occupancy"] is not None:
         meta["occupancy"] = dict(meta["occupancy"], blocks_per_sm=resident, limiter="--blocks-per-sm")
     return EngineInput(

@@ -20,13 +20,29 @@ def _table(headers: list[str], rows: list[list[str]], align: str | None = None) 
     return "\n".join([fmt(headers), fmt(["-" * w for w in widths])] + [fmt(r) for r in rows])
 
 
+def _share(m: dict) -> str:
+    """The simulated SMs' share of DRAM bandwidth and L2: ``sms / busy_sms`` (lowering, step 5)."""
+    sms, busy = m.get("sms", 1), m.get("busy_sms")
+    if not busy or busy <= sms:
+        return "all of the DRAM bandwidth and L2"
+    return f"{sms}/{busy} of the DRAM bandwidth and L2 ({busy} SMs busy)"
+
+
+def setup_lines(m: dict, warps: bool = True) -> list[str]:
+    """Header of every text view: kernel, machine, dependency model, policy, simulated SMs and their
+    bandwidth share (and, with ``warps``, the warps and blocks simulated)."""
+    sms = m.get("sms", 1)
+    nb = m.get("blocks")
+    who = f", {m.get('warps')} warps in {nb} block{'s' if nb != 1 else ''}" if warps else ""
+    return [f"kernel      {m.get('kernel')}",
+            f"machine     {m.get('machine')}  ({m.get('dependency_model')} dependencies, {m.get('policy')} scheduling)",
+            f"simulated   {sms} SM{'s' if sms != 1 else ''}{who}, with {_share(m)}"]
+
+
 def result_text(r: Result, top_pcs: int = 10) -> str:
     """Summary of one estimate: cycles, time, IPC, occupancy, stall breakdown, hottest PCs."""
     m = r.meta
-    lines = [f"kernel      {m.get('kernel')}", f"machine     {m.get('machine')}"
-             f"  ({m.get('dependency_model')} dependencies, {m.get('policy')} scheduling, {m.get('sms')} SM"
-             f"{'s' if m.get('sms', 1) != 1 else ''} simulated, {m.get('warps')} warps in {m.get('blocks')} blocks)",
-             f"cycles      {r.cycles}"]
+    lines = setup_lines(m) + [f"cycles      {r.cycles}"]
     if r.time_us is not None:
         lines.append(f"time        {r.time_us:.3f} us at {r.clock_mhz:g} MHz")
     lines.append(f"IPC         {r.ipc:.3f} warp instructions/cycle ({r.instructions} instructions)")
@@ -48,10 +64,14 @@ def result_text(r: Result, top_pcs: int = 10) -> str:
     return "\n".join(lines)
 
 
-def whatif_text(rows) -> str:
+def whatif_text(rows, meta: dict | None = None) -> str:
+    """The what-if table (:func:`teg.analysis.whatif.whatif`), under the run's setup when ``meta``
+    (the lowered input's) is given."""
     body = [[r.mechanism, r.description, str(r.cycles), str(r.saved), f"{r.speedup:.3f}" + (" !" if r.anomaly else ""),
              r.schedule] for r in rows]
     out = _table(["mechanism", "removed", "cycles", "saved", "speedup", "schedule"], body, "llrrrl")
+    if meta:
+        out = "\n".join(setup_lines(meta)) + "\n\n" + out
     out += ("\nschedule: free = re-simulated with the mechanism removed, replay = the baseline's issue order"
             " replayed; the better of the two (docs/model.md, \"what a what-if means\")")
     if any(r.anomaly for r in rows):
@@ -61,11 +81,16 @@ def whatif_text(rows) -> str:
 
 
 def sweep_text(rows) -> str:
+    """The sweep table (:func:`teg.analysis.sweep.sweep`), under the setup of its runs: each row
+    is N warps (B blocks) on the simulated SM, every SM of the GPU assumed to run the same."""
     blocks = any(r.blocks is not None for r in rows)
     head = (["blocks"] if blocks else []) + ["warps", "cycles", "instructions", "instr/cycle", "speedup"]
     body = [([str(r.blocks)] if blocks else []) + [str(r.warps), str(r.cycles), str(r.instructions),
                                                    f"{r.throughput:.4f}", f"{r.speedup:.3f}"] for r in rows]
-    return _table(head, body, "r" * len(head))
+    out = _table(head, body, "r" * len(head))
+    if rows and rows[0].meta:
+        out = "\n".join(setup_lines(rows[0].meta, warps=False)) + "\n\n" + out
+    return out
 
 
 def to_json(obj) -> str:
