@@ -32,8 +32,8 @@ def setup_lines(m: dict, warps: bool = True) -> list[str]:
     """Header of every text view: kernel, machine, dependency model, policy, simulated SMs and their
     bandwidth share (and, with ``warps``, the warps and blocks simulated)."""
     sms = m.get("sms", 1)
-    nb = m.get("blocks")
-    who = f", {m.get('warps')} warps in {nb} block{'s' if nb != 1 else ''}" if warps else ""
+    nw, nb = m.get("warps"), m.get("blocks")
+    who = f", {nw} warp{'s' if nw != 1 else ''} in {nb} block{'s' if nb != 1 else ''}" if warps else ""
     return [f"kernel      {m.get('kernel')}",
             f"machine     {m.get('machine')}  ({m.get('dependency_model')} dependencies, {m.get('policy')} scheduling)",
             f"simulated   {sms} SM{'s' if sms != 1 else ''}{who}, with {_share(m)}"]
