@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from teg.engine import EngineError, make_input, run
+from teg.engine.input import with_replay
 
 
 def _chain(**kw):
@@ -42,3 +43,15 @@ def test_widest_register_lists_the_lowering_makes_are_timed():
     r = run(dataclasses.replace(inp, s_src=src, s_dst=dst))
     # producer issues at 0, result at 4; consumer waits for R25 and issues at 4, done at 8
     assert r.cycles == 8
+
+
+def test_replay_order_that_deadlocks_at_a_barrier_is_refused():
+    """Block of two warps, A: BAR, FADD; B: FADD, BAR (rows A0 A1 B0 B1). Free, A's FADD follows
+    B's BAR. An order putting A's FADD before B's rows waits forever: A waits at the barrier, B's
+    scheduler waits for the order. The engine stops with the replay named, not a generic deadlock."""
+    inp = make_input(lat_exec=[1, 4], lat_multi=[1, 1], lat_same=[1, 1], barrier=[1, 0], dst=[[], [5]],
+                     rows_per_warp=[[0, 1], [1, 0]], warps_per_block=2, schedulers=2)
+    assert list(run(inp).timeline) == [0, 2, 0, 1]
+    assert run(with_replay(inp, [0, 2, 3, 1])).cycles == run(inp).cycles
+    with pytest.raises(EngineError, match="replay order infeasible at cycle 1: .*barrier arrival"):
+        run(with_replay(inp, [0, 1, 2, 3]))

@@ -37,6 +37,10 @@ def run(inp: EngineInput) -> Result:
         inp.tx_addr, inp.tx_bytes, inp.tx_chan,
         inp.c_start, inp.c_end, inp.c_block, inp.b_ctx_start, inp.sm_blocks_start, inp.sm_blocks,
         inp.ipar, inp.fpar, stall, pc_count, pc_wait, counters, timeline, sm_end, order_in, order_out)
+    if status == 1 and order_in.shape[0]:
+        raise EngineError(f"{inp.meta.get('kernel', 'kernel')}: replay order infeasible at cycle {cycles}: its next "
+                          "row waits for something only later rows provide (a barrier arrival; an order from "
+                          "another configuration?)")
     if status == 1:
         raise EngineError(f"{inp.meta.get('kernel', 'kernel')}: deadlock at cycle {cycles}: warps wait "
                           "forever (a barrier that not every warp of the block reaches?)")
