@@ -176,6 +176,22 @@ def test_warp_ending_on_a_barrier_still_waits_for_the_others():
     assert r.cycles == 7
 
 
+def test_warp_completing_a_barrier_is_charged_for_its_next_instruction():
+    """Block of two warps, one per scheduler; A: a 40-cycle FADD into R7, BAR, a consumer of R7;
+    B: a 30-cycle FADD into R5, BAR, a consumer of R5. Both BARs (latency 3, scheduler busy 2)
+    issue at 1, B's last: release at 4. B's consumer waits for R5 until 30, A's for R7 until 40.
+    Every skipped cycle is charged to a register dependency (the binding term: 30 > 4), none to
+    the barrier (B's BAR, already issued, must not stand in as its wait)."""
+    inp = make_input(lat_exec=[40, 30, 3, 4, 4], lat_multi=[1, 1, 2, 1, 1], lat_same=[1] * 5,
+                     barrier=[0, 0, 1, 0, 0], dst=[[7], [5], [], [8], [6]], src=[[], [], [], [7], [5]],
+                     depcause=[FP32] * 5, rows_per_warp=[[0, 2, 3], [1, 2, 4]], warps_per_block=2, schedulers=2)
+    r = run(inp)
+    assert list(r.timeline) == [0, 1, 40, 0, 1, 30]
+    assert r.cycles == 44
+    # 4 issue cycles (0, 1, 30, 40); 2..29 and 31..39 wait on registers, 41..43 on A's consumer
+    assert {k: v for k, v in r.stalls.items() if v} == {"issue": 4, "dep_fp32": 40}
+
+
 def test_barrier_resolves_at_latest_arrival_plus_its_latency():
     """BARs of different latencies meet (static 0: BAR latency 10, static 2: BAR latency 1). Warp A
     arrives at 0 (0 + 10), warp B at 5 after a same-warp wait (5 + 1): both go on at

@@ -633,8 +633,12 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                 sch_n[g2] += 1
         return 0
 
-    def release(blk, rel):
-        """All warps of ``blk`` have arrived at the barrier: they may go on at ``rel``."""
+    def release(blk, rel, own):
+        """All warps of ``blk`` have arrived at the barrier: they may go on at ``rel``. ``own`` is
+        the slot whose BAR completed the episode (-1: none); its t_dep is not computed here: its
+        current instruction is that BAR, already issued, and it computes its next one's t_dep as
+        it advances (a t_dep of the BAR would wake its scheduler early, its skipped cycles
+        charged to the BAR's terms instead of the next instruction's)."""
         blk_arrived[blk] = 0
         blk_bar[blk, 0] = 0.0
         blk_bar[blk, 1] = 0.0
@@ -643,8 +647,9 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
             slot = ctx_slot[c]
             if slot >= 0 and sli[slot, SLI_CTX] == c and slf[slot, SLF_BAR] >= INF:
                 slf[slot, SLF_BAR] = rel
-                compute_tdep(slot)
-                note_ready(slot)
+                if slot != own:
+                    compute_tdep(slot)
+                    note_ready(slot)
 
     # ---------------------------------------------------------------- main loop
     t = 0.0
@@ -1005,7 +1010,7 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                 blk_bar[blk, 1] = _max2(blk_bar[blk, 1], sf[f + SF_LAT])
                 slf[slot, SLF_BAR] = INF
                 if blk_arrived[blk] >= blk_live[blk]:
-                    release(blk, blk_bar[blk, 0])
+                    release(blk, blk_bar[blk, 0], slot)
             # ---- advance the warp
             sli[slot, SLI_ROW] = row + 1
             ahead = row + PREFETCH_ROWS
@@ -1042,7 +1047,7 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                         return 2, 0
                 elif sw_bar and blk_arrived[blk] > 0 and blk_arrived[blk] >= blk_live[blk]:
                     # the last warp not waiting exited: the barrier resolves now
-                    release(blk, _max2(blk_bar[blk, 0], t + blk_bar[blk, 1]))
+                    release(blk, _max2(blk_bar[blk, 0], t + blk_bar[blk, 1]), -1)
             # ---- when may this scheduler issue next?
             nxt = minr
             n1 = mc1
