@@ -66,9 +66,10 @@ def _with(inp, **switches):
     return with_switches(inp, **switches)
 
 
-# derandomize: every run (CI included) explores the same examples, so a failure reproduces; to search
-# new random inputs, set derandomize=False locally
-SETTINGS = settings(max_examples=150, deadline=None, derandomize=True,
+# derandomize: every run (CI included) explores the same 400 examples, so a failure reproduces; to
+# search new random inputs, set derandomize=False locally (a search found _BAR_AT_EXIT below; after
+# its fix, 10,000 random private-warp, 3,000 one-warp and 4,500 replay examples passed)
+SETTINGS = settings(max_examples=400, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow])
 
 
