@@ -633,12 +633,8 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                 sch_n[g2] += 1
         return 0
 
-    def release(blk, rel, own):
-        """All warps of ``blk`` have arrived at the barrier: they may go on at ``rel``. ``own`` is
-        the slot whose BAR completed the episode (-1: none); its t_dep is not computed here: its
-        current instruction is that BAR, already issued, and it computes its next one's t_dep as
-        it advances (a t_dep of the BAR would wake its scheduler early, its skipped cycles
-        charged to the BAR's terms instead of the next instruction's)."""
+    def release(blk, rel):
+        """All warps of ``blk`` have arrived at the barrier: the waiting ones may go on at ``rel``."""
         blk_arrived[blk] = 0
         blk_bar[blk, 0] = 0.0
         blk_bar[blk, 1] = 0.0
@@ -647,9 +643,8 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
             slot = ctx_slot[c]
             if slot >= 0 and sli[slot, SLI_CTX] == c and slf[slot, SLF_BAR] >= INF:
                 slf[slot, SLF_BAR] = rel
-                if slot != own:
-                    compute_tdep(slot)
-                    note_ready(slot)
+                compute_tdep(slot)
+                note_ready(slot)
 
     # ---------------------------------------------------------------- main loop
     t = 0.0
@@ -1008,9 +1003,14 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                 # time, so that an earlier arrival never resolves it later)
                 blk_bar[blk, 0] = _max2(blk_bar[blk, 0], t + sf[f + SF_LAT])
                 blk_bar[blk, 1] = _max2(blk_bar[blk, 1], sf[f + SF_LAT])
-                slf[slot, SLF_BAR] = INF
                 if blk_arrived[blk] >= blk_live[blk]:
-                    release(blk, blk_bar[blk, 0], slot)
+                    # the last arrival: released at once (it computes its next instruction's t_dep
+                    # as it advances; a t_dep of this BAR, already issued, would wake its
+                    # scheduler early and charge the BAR's terms), then the waiting warps
+                    slf[slot, SLF_BAR] = blk_bar[blk, 0]
+                    release(blk, blk_bar[blk, 0])
+                else:
+                    slf[slot, SLF_BAR] = INF
             # ---- advance the warp
             sli[slot, SLI_ROW] = row + 1
             ahead = row + PREFETCH_ROWS
@@ -1047,7 +1047,7 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                         return 2, 0
                 elif sw_bar and blk_arrived[blk] > 0 and blk_arrived[blk] >= blk_live[blk]:
                     # the last warp not waiting exited: the barrier resolves now
-                    release(blk, _max2(blk_bar[blk, 0], t + blk_bar[blk, 1]), -1)
+                    release(blk, _max2(blk_bar[blk, 0], t + blk_bar[blk, 1]))
             # ---- when may this scheduler issue next?
             nxt = minr
             n1 = mc1
