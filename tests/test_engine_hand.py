@@ -29,6 +29,20 @@ def test_dependent_fadd_chain():
     assert r.instructions == K
 
 
+@pytest.mark.parametrize("reads_r0,b_at", [(False, 9), (True, 10)])
+def test_write_after_write_waits_unless_the_source_check_already_does(reads_r0, b_at):
+    """A (latency 10) writes R0, B (latency 1) writes R0 too. B's result must not land before A's:
+    B issues at 10 - 1 = 9 (write-after-write). When B also reads R0, the source check makes it
+    wait for A's result itself (10), and the write-after-write check (R0 at 10 - 1) never binds;
+    the engine leaves such destinations out of that check."""
+    inp = make_input(lat_exec=[10, 1], lat_multi=[1, 1], lat_same=[1, 1], dst=[[0], [0]],
+                     src=[[], [0] if reads_r0 else [1]], depcause=[FP32, FP32])
+    r = run(inp)
+    assert list(r.timeline) == [0, b_at]
+    assert r.cycles == b_at + 1
+    assert stalls(r) == {"issue": 2, "dep_fp32": b_at - 1}
+
+
 def test_gt200_like_chain_pays_issue_interval_and_latency():
     """Same chain with GT200 numbers (24 cycles, issue every 2, multi-warp 4, same-warp 8): the
     dependency (24) dominates, so FADD i issues at 24*i."""

@@ -286,6 +286,7 @@ def test_missing_section(tmp_path):
     ('memory: {max_outstanding: {c_mem_ele_size: 0, source: "x"}}', "memory.max_outstanding.c_mem_ele_size", "must be > 0"),
     ('memory: {l1: {line_bytes: 96, source: "x"}}', "memory.l1.line_bytes", "must be a power of two"),
     ('memory: {l2: {sector_bytes: 256, source: "x"}}', "memory.l2.sector_bytes", "must be <= line_bytes 128"),
+    ('memory: {l2: {sector_bytes: 4, source: "x"}}', "memory.l2.sector_bytes", "at most 16 sectors per line of 128 B"),
 ])
 def test_wrong_type_or_value(tmp_path, snippet, path, problem):
     p = write(tmp_path, "w.yaml", f'extends: sm_90\ndescription: "x"\n{snippet}\n')

@@ -104,7 +104,8 @@ RC_C1, RC_C2 = range(2)
 # Software prefetch of the trace's per-row and per-transaction arrays: a warp reads its rows in
 # order, but 64 warps interleave 64 such streams (more than the hardware prefetcher follows), and
 # at 10 M rows the arrays no longer fit in the host's caches. 16 rows = one 64-byte line of int32.
-PREFETCH_ROWS = 16      # rows ahead of a warp's issue point whose per-row data is prefetched
+PREFETCH_ROWS = 16      # rows ahead of a warp's issue point whose per-row data is prefetched, at
+                        # every 8th row (8 rows = 64 bytes of the int64 array: each line once)
 PREFETCH_TX = 16        # transactions ahead of a global access whose data is prefetched
 
 
@@ -226,8 +227,10 @@ def _bar_write(bs, bsc, bq, bqc, bqn, slot, b, rt, rb, c1, c2):
 (X_UNIT, X_UPSM, X_UCNT, X_MEM, X_GMEM, X_STORE, X_BAR, X_DEPCAUSE, X_CC, X_YIELD, X_WBAR, X_RBAR,
  X_WAIT, X_DEPBAR, X_ASYNC, X_FAST, X_NSRC, X_NDST) = range(18)
 X_SRC = 18                  # source registers: room for 16 (the lowering's MAX_SRC)
-X_DST = X_SRC + 16          # destination registers: room for XW - X_DST = 14 (the lowering's MAX_DST is 8)
-XW = 48                     # row width of the int table
+X_DST = X_SRC + 16          # destination registers: room for 14 (the lowering's MAX_DST is 8)
+X_NWAW = X_DST + 14         # destinations that are not also sources (write-after-write checks)
+X_WAW = X_NWAW + 1
+XW = X_WAW + 14             # row width of the int table
 SF_OCC, SF_LAT, SF_MEMLAT, SF_FREE, SF_SAME = range(5)
 FW = 8                      # row width of the float table
 
@@ -242,7 +245,8 @@ def _pack_static(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_me
     ``SF_FREE`` the scheduler's busy time ``max(issue interval, multi-warp latency)``;
     ``X_FAST`` a single-cycle issue (the scan may stop at the first eligible warp); ``X_GMEM``
     needs a memory-pipeline slot; ``X_BAR`` a BAR that waits (free barriers: none); source and
-    destination lists with their lengths (up to the first -1)."""
+    destination lists with their lengths (up to the first -1), and the destinations the
+    write-after-write check needs (``X_WAW``: those that are not also sources)."""
     n = s_unit.shape[0]
     sx = np.zeros(n * XW, np.int64)
     sf = np.zeros(n * FW, np.float64)
@@ -277,6 +281,18 @@ def _pack_static(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_me
             sx[x + X_DST + k] = s_dst[s, k]
             k += 1
         sx[x + X_NDST] = k
+        # a destination that is also a source never binds the write-after-write check: the source
+        # check already raised t_dep to its ready time, and the check subtracts a latency >= 0
+        nw = 0
+        for kd in range(k):
+            r = sx[x + X_DST + kd]
+            also_src = False
+            for ks in range(sx[x + X_NSRC]):
+                also_src = also_src or sx[x + X_SRC + ks] == r
+            if not (also_src and s_lat_exec[s] >= 0.0):
+                sx[x + X_WAW + nw] = r
+                nw += 1
+        sx[x + X_NWAW] = nw
         sf[f + SF_OCC] = s_occ[s]
         sf[f + SF_LAT] = s_lat_exec[s]
         sf[f + SF_MEMLAT] = s_mem_lat[s]
@@ -361,7 +377,7 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
             if s_src[i, k] + 1 > nreg:
                 nreg = s_src[i, k] + 1
 
-    if NS > X_DST - X_SRC or ND > XW - X_DST:
+    if NS > X_DST - X_SRC or ND > X_NWAW - X_DST:
         return 4, 0
     sx, sf = _pack_static(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_lat, s_store,
                           s_barrier, s_depcause, s_dst, s_src, s_ctrl, s_stall, s_yield, s_wbar, s_rbar,
@@ -485,8 +501,8 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                         c2 = rsc[slot, r, RC_C2]
                 # write-after-write: the new result must not land before the pending one
                 lx = sf[s * FW + SF_LAT]
-                for k in range(sx[x + X_NDST]):
-                    r = _nonneg(sx[x + X_DST + k])
+                for k in range(sx[x + X_NWAW]):
+                    r = _nonneg(sx[x + X_WAW + k])
                     if rs[slot, r, RS_T] - lx > t0:
                         t0 = rs[slot, r, RS_T] - lx
                         sp = rs[slot, r, RS_B] - lx
@@ -1014,7 +1030,7 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
             # ---- advance the warp
             sli[slot, SLI_ROW] = row + 1
             ahead = row + PREFETCH_ROWS
-            if ahead < sli[slot, SLI_END]:
+            if (ahead & 7) == 0 and ahead < sli[slot, SLI_END]:
                 _prefetch(r_sidx, ahead)
                 _prefetch(r_tx_start, ahead)
                 _prefetch(r_wave, ahead)

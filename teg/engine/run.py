@@ -6,7 +6,7 @@ import numpy as np
 
 from teg import TegError
 from teg.engine.codes import COUNTER_NAMES, NUM_CAUSES
-from teg.engine.core import X_DST, X_SRC, XW, simulate
+from teg.engine.core import X_DST, X_NWAW, X_SRC, simulate
 from teg.engine.input import I_RECORD_ORDER, I_SMS, I_TIMELINE, EngineInput
 from teg.engine.result import Result, make_result
 
@@ -51,7 +51,7 @@ def run(inp: EngineInput) -> Result:
                           "it names a row whose warp is not resident yet (an order from another configuration?)")
     if status == 4:
         raise EngineError(f"{inp.meta.get('kernel', 'kernel')}: an instruction lists more than {X_DST - X_SRC} "
-                          f"source or {XW - X_DST} destination registers")
+                          f"source or {X_NWAW - X_DST} destination registers")
     return make_result(cycles, stall, counters, pc_count, pc_wait.astype(np.int64), sm_end,
                        timeline.astype(np.int64) if record else None, dict(inp.meta),
                        order_out if order_out.shape[0] else None)

@@ -27,8 +27,8 @@ import yaml
 from teg import TegError
 from teg.machine import schema
 from teg.machine.formulas import c_mem_from, c_mem_slots
-from teg.machine.model import (Cache, GlobalMemory, Latency, Limits, Machine, OpInfo, SharedMemory,
-                               Unit)
+from teg.machine.model import (MAX_SECTORS_PER_LINE, Cache, GlobalMemory, Latency, Limits, Machine, OpInfo,
+                               SharedMemory, Unit)
 from teg.resources import isa_tables_dir
 
 
@@ -345,6 +345,9 @@ def _build_cache(c: dict | None, name: str) -> Cache | None:
     if int(_v(c["sector_bytes"])) > int(_v(c["line_bytes"])):
         raise schema.SchemaViolation(("memory", name, "sector_bytes"), f"bad value {_v(c['sector_bytes'])}: "
                                      f"must be <= line_bytes {_v(c['line_bytes'])}")
+    if int(_v(c["line_bytes"])) > MAX_SECTORS_PER_LINE * int(_v(c["sector_bytes"])):
+        raise schema.SchemaViolation(("memory", name, "sector_bytes"), f"bad value {_v(c['sector_bytes'])}: "
+                                     f"at most {MAX_SECTORS_PER_LINE} sectors per line of {_v(c['line_bytes'])} B")
     return Cache(size_bytes=int(_v(c["size_bytes"])), line_bytes=int(_v(c["line_bytes"])),
                  sector_bytes=int(_v(c["sector_bytes"])), assoc=int(_v(c["assoc"])),
                  latency=float(_v(c["latency"])))

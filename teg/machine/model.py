@@ -61,9 +61,14 @@ class Latency:
     issue_same: float
 
 
+# Sectors per cache line the cache model handles: its state packs a line's valid-sector mask into
+# the word that holds the tag (teg.memory.cache).
+MAX_SECTORS_PER_LINE = 16
+
+
 @dataclass(frozen=True)
 class Cache:
-    """A sectored set-associative LRU cache level."""
+    """A sectored set-associative LRU cache level (at most ``MAX_SECTORS_PER_LINE`` sectors per line)."""
 
     size_bytes: int
     line_bytes: int

@@ -6,12 +6,15 @@ tag ``L // sets``. An access hits when the tag is present *and* its sector is va
 with an invalid sector fills the sector (sector miss); a tag miss replaces the least recently used
 line (its sectors are dropped). Every access makes its line most recently used.
 
-State is one int64 array of shape ``(caches * sets, 2 * assoc)`` (:func:`cache_new`), a row per set:
-columns ``0 … assoc-1`` hold the set's tags in recency order (most recent first, −1 = empty, empty
-ways last) and columns ``assoc … 2*assoc-1`` the matching valid-sector bit masks. Keeping the LRU
-order by position needs no per-way time stamps, so an access reads and writes one contiguous row
-(for the 16-way L2 two host cache lines of tags), where stamps took three arrays. The engine's jitted
-loop keeps one L1 per simulated SM in the same array (cache ``c`` uses rows ``c*sets … c*sets+sets-1``).
+State is one int64 array of shape ``(caches * sets, assoc)`` (:func:`cache_new`), a row per set:
+the set's lines in recency order (most recent first, −1 = empty, empty ways last), each entry the
+line's tag shifted left by the number of sectors per line, or'ed with its valid-sector bit mask
+(``tag << k | mask``, ``k = line / sector``, at most 16). Keeping the LRU order by position needs no
+per-way time stamps, and packing tag and mask into one word halves what an access reads and moves:
+a set of the 16-way L2 is two host cache lines. Tags must fit in ``63 - k`` bits, which every
+user-space address does (below 2**54 bytes for a one-set cache of 128-byte lines and 16 sectors).
+The engine's jitted loop keeps one L1 per simulated SM in the same array (cache ``c`` uses rows
+``c*sets … c*sets+sets-1``).
 """
 
 from __future__ import annotations
@@ -19,14 +22,20 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from teg.machine.model import MAX_SECTORS_PER_LINE
+
 
 def cache_geometry(size_bytes: int, line_bytes: int, sector_bytes: int, assoc: int) -> tuple[int, int, int, int]:
     """``(sets, assoc, line_bytes, sector_bytes)`` with at least one set; ``assoc`` is capped at
     the number of lines. Line and sector sizes must be powers of two (the machine schema checks
-    it), so that :func:`cache_shape` can turn them into shifts."""
+    it), so that :func:`cache_shape` can turn them into shifts, with at most
+    ``MAX_SECTORS_PER_LINE`` sectors per line (the valid-sector mask shares a word with the tag)."""
     if line_bytes & (line_bytes - 1) or sector_bytes & (sector_bytes - 1) or sector_bytes > line_bytes:
         raise ValueError(f"cache line {line_bytes} B / sector {sector_bytes} B: both must be powers of two, "
                          "sector <= line")
+    if line_bytes // sector_bytes > MAX_SECTORS_PER_LINE:
+        raise ValueError(f"cache line {line_bytes} B / sector {sector_bytes} B: at most "
+                         f"{MAX_SECTORS_PER_LINE} sectors per line")
     lines = max(1, size_bytes // line_bytes)
     assoc = max(1, min(assoc, lines))
     sets = max(1, lines // assoc)
@@ -47,26 +56,27 @@ def _log2(x):
 @njit(cache=True)
 def cache_shape(sets, assoc, line_bytes, sector_bytes):
     """The geometry as :func:`cache_access` uses it (arguments as :func:`cache_geometry` returns
-    and checks them): ``(sets, assoc, line_shift, sector_shift, set_shift)``, where ``set_shift`` is -1 when ``sets`` is not a power of two (the set index then
-    needs a division). Integer division by a run-time value is the slowest arithmetic a CPU does,
-    and an access would otherwise make four of them."""
-    return sets, assoc, _log2(line_bytes), _log2(sector_bytes), _log2(sets)
+    and checks them): ``(sets, assoc, line_shift, sector_shift, set_shift, mask_bits)``, where
+    ``set_shift`` is -1 when ``sets`` is not a power of two (the set index then needs a division)
+    and ``mask_bits`` is the number of sectors per line (the width of an entry's sector mask).
+    Integer division by a run-time value is the slowest arithmetic a CPU does, and an access would
+    otherwise make four of them."""
+    line_shift = _log2(line_bytes)
+    sector_shift = _log2(sector_bytes)
+    return sets, assoc, line_shift, sector_shift, _log2(sets), 1 << (line_shift - sector_shift)
 
 
 @njit(cache=True)
 def cache_new(caches, shape):
     """Empty state (every way empty) for ``caches`` caches of geometry ``shape`` (:func:`cache_shape`)."""
-    sets, assoc = shape[0], shape[1]
-    state = np.zeros((caches * sets, 2 * assoc), np.int64)
-    state[:, :assoc] = -1
-    return state
+    return np.full((caches * shape[0], shape[1]), -1, np.int64)
 
 
 @njit(cache=True)
 def cache_row(cache_index, shape, addr):
     """Row of the state array (:func:`cache_new`) that holds the set of byte ``addr`` in cache
     ``cache_index``, and the line's tag."""
-    sets, assoc, line_shift, sector_shift, set_shift = shape
+    sets, line_shift, set_shift = shape[0], shape[2], shape[4]
     line = addr >> line_shift                       # addr // line_bytes
     if set_shift >= 0:
         tag = line >> set_shift                     # line // sets
@@ -82,23 +92,21 @@ def cache_access(state, cache_index, shape, addr):
     """Access byte ``addr`` in cache ``cache_index`` of geometry ``shape`` (:func:`cache_shape`);
     returns True on a hit. The line moves to the front of its set's recency order; a missing line
     enters there, and when the set is full the last (least recently used) line drops out."""
-    assoc, line_shift, sector_shift = shape[1], shape[2], shape[3]
+    assoc, sector_shift, k = shape[1], shape[3], shape[5]
     row, tag = cache_row(cache_index, shape, addr)
-    bit = 1 << ((addr >> sector_shift) & ((1 << (line_shift - sector_shift)) - 1))   # sector in line
+    bit = 1 << ((addr >> sector_shift) & (k - 1))   # the sector's bit in the line's mask
     p = assoc - 1                                   # full set, line absent: the LRU line drops out
     mask = 0
     for w in range(assoc):
         x = state[row, w]
-        if x == tag:
+        if x >> k == tag:                           # an empty way (-1) has x >> k == -1
             p = w
-            mask = state[row, assoc + w]
+            mask = x & ((1 << k) - 1)
             break
         if x < 0:                                   # first empty way: the line is absent
             p = w
             break
     for w in range(p, 0, -1):                       # ways 0 … p-1 move back one place
         state[row, w] = state[row, w - 1]
-        state[row, assoc + w] = state[row, assoc + w - 1]
-    state[row, 0] = tag
-    state[row, assoc] = mask | bit
+    state[row, 0] = (tag << k) | mask | bit
     return (mask & bit) != 0
