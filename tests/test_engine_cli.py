@@ -46,11 +46,16 @@ def test_sweep_csv_and_json():
 
 def test_text_views_state_the_simulated_setup():
     """estimate, whatif and sweep print what was simulated above their tables: the bundled example's
-    grid has 4 blocks of 8 warps, so one simulated SM gets 1 block and 1/4 of the bandwidth; a sweep
-    assumes every SM of the machine (sm_90 table: 114) runs the same configuration."""
+    grid has 4 blocks of 8 warps: by default every SM is simulated and the 4 blocks go one to each
+    of 4 SMs; sampling one SM (--sms 1) gives it 1 block and 1/4 of the bandwidth; a sweep assumes
+    every SM of the machine (sm_90 table: 114) runs the same configuration."""
     est = invoke("estimate").output
-    assert "simulated   1 SM, 8 warps in 1 block, with 1/4 of the DRAM bandwidth and L2 (4 SMs busy)" in est
-    wi = invoke("whatif").output
+    assert ("simulated   every SM (114), 32 warps in 4 blocks, blocks dealt as the hardware deals them; "
+            "2 L2 partitions and the DRAM shared by all") in est
+    assert "blocks      4 on 4 of 114 SMs, 1 per SM, 0.00439 waves" in est
+    one = invoke("estimate", "--sms", "1").output
+    assert "simulated   1 SM, 8 warps in 1 block, with 1/4 of the DRAM bandwidth and L2 (4 SMs busy)" in one
+    wi = invoke("whatif", "--sms", "1").output
     assert wi.startswith("kernel      matmul_abt\nmachine     sm_90  (controlcodes dependencies, gto scheduling)")
     assert "1/4 of the DRAM bandwidth" in wi and "mechanism" in wi
     sw = invoke("sweep", "--warps", "1,2").output

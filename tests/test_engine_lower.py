@@ -51,8 +51,12 @@ def test_bundled_example_end_to_end(example):
     # the kernel's Bs[tx][k] LDS.128 reads stride 64 B: a bank conflict the model must see
     assert r.counters["shared_wavefronts"] > r.counters["shared_wavefronts_min"]
     assert r.stalls["bank_conflict"] > 0
-    # one block of 8 warps on SM 0 (the grid's 4 blocks go to 4 SMs)
-    assert r.counters["blocks"] == 1 and r.instructions == int(np.diff(example.kernel_trace.warp_start)[:8].sum())
+    # every SM simulated: the grid's 4 blocks of 8 warps go one to each of 4 SMs; sampling SM 0
+    # alone (--sms 1) runs its one block
+    assert r.counters["blocks"] == 4 and r.instructions == int(np.diff(example.kernel_trace.warp_start).sum())
+    assert sorted(r.meta["sm_blocks"], reverse=True)[:5] == [1, 1, 1, 1, 0]
+    r1 = run(lower(example.program, example.kernel_trace, example.machine, Options(sms=1)))
+    assert r1.counters["blocks"] == 1 and r1.instructions == int(np.diff(example.kernel_trace.warp_start)[:8].sum())
     r2 = run(lower(example.program, example.kernel_trace, example.machine, Options()))
     assert r2.cycles == r.cycles and r2.stalls == r.stalls
 

@@ -36,8 +36,9 @@ def input_options(fn):
                      help="warp scheduling: greedy-then-oldest or loose round-robin"),
         click.option("--deps", "dependency_model", type=click.Choice(["auto", "scoreboard", "controlcodes"]),
                      default="auto", show_default=True, help="dependency model"),
-        click.option("--sms", type=int, default=1, show_default=True,
-                     help="SMs simulated (sharing the DRAM channels); the others are assumed equally busy"),
+        click.option("--sms", type=int, default=None,
+                     help="sample N SMs instead of simulating every SM (the default): SMs 0..N-1 get the "
+                          "blocks dealt to them round-robin and N/busy of the DRAM bandwidth and L2"),
         click.option("--unknown", type=click.Choice(["error", "alu"]), default="error", show_default=True,
                      help="opcodes the machine table does not know: error, or time them as integer ALU"),
     ]

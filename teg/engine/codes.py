@@ -19,13 +19,14 @@ CHANNEL_QUEUE = 6  # producer's transaction queued behind a busy DRAM channel
 CACHE_MISS = 7     # producer missed in L1 / L2
 BARRIER = 8        # waiting at BAR for the rest of the block
 NO_WARP = 9        # no warp resident (block launch)
-DEP_BASE = 10      # dependency on a producer of class UNIT_CLASSES[i]: DEP_BASE + i
+L2_QUEUE = 10      # producer's request queued behind a busy L2 slice
+DEP_BASE = 11      # dependency on a producer of class UNIT_CLASSES[i]: DEP_BASE + i
 DEP_SHARED = DEP_BASE + len(UNIT_CLASSES)
 DEP_GLOBAL = DEP_SHARED + 1
 NUM_CAUSES = DEP_GLOBAL + 1
 
 CAUSE_NAMES = (("issue", "scheduler", "same_warp", "unit_busy", "mem_pipe_full", "bank_conflict",
-                "channel_queue", "cache_miss", "barrier", "no_warp")
+                "channel_queue", "cache_miss", "barrier", "no_warp", "l2_queue")
                + tuple(f"dep_{c}" for c in UNIT_CLASSES) + ("dep_shared", "dep_global"))
 assert len(CAUSE_NAMES) == NUM_CAUSES
 

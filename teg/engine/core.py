@@ -48,15 +48,16 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from teg.engine.codes import (BANK_CONFLICT, BARRIER, CACHE_MISS, CHANNEL_QUEUE, CTR, ISSUE,
-                              MEM_GLOBAL, MEM_PIPE, MEM_SHARED, NO_WARP, SAME_WARP, SCHEDULER,
-                              UNIT_BUSY)
-from teg.engine.input import (F_DRAM_LAT, F_ISSUE_INTERVAL, F_L1_LAT, F_L2_LAT, F_LAUNCH_LAT,
-                              F_RBAR_LAT, F_SERVICE_PER_BYTE, F_WAVEFRONT_CYCLES, I_CHANNELS,
-                              I_DEPMODEL, I_L1_ASSOC, I_L1_LINE, I_L1_SECTOR, I_L1_SETS, I_L2_ASSOC,
-                              I_L2_LINE, I_L2_SECTOR, I_L2_SETS, I_PIPE_SLOTS, I_POLICY,
-                              I_RESIDENT, I_SCHED, I_SLOTS, I_SMS, I_SMS_PER_PIPE, I_SW_BANK,
-                              I_SW_BAR, I_SW_BW, I_SW_COAL, I_SW_DEPS, I_SW_L1, I_SW_L2,
-                              I_SW_SAME, I_SW_SKEW, I_SW_UNITS, I_TIMELINE)
+                              L2_QUEUE, MEM_GLOBAL, MEM_PIPE, MEM_SHARED, NO_WARP, SAME_WARP,
+                              SCHEDULER, UNIT_BUSY)
+from teg.engine.input import (F_DRAM_LAT, F_ISSUE_INTERVAL, F_L1_LAT, F_L2_FAR_LAT, F_L2_LAT,
+                              F_L2_SLICE_SPB, F_LAUNCH_LAT, F_RBAR_LAT, F_SERVICE_PER_BYTE,
+                              F_WAVEFRONT_CYCLES, I_CHANNELS, I_DEAL, I_DEPMODEL, I_L1_ASSOC,
+                              I_L1_LINE, I_L1_SECTOR, I_L1_SETS, I_L2_ASSOC, I_L2_LINE,
+                              I_L2_PART_BYTES, I_L2_PARTS, I_L2_SECTOR, I_L2_SETS, I_L2_SLICES,
+                              I_MSHR, I_PIPE_SLOTS, I_POLICY, I_RESIDENT, I_SCHED, I_SLOTS, I_SMS,
+                              I_SMS_PER_PIPE, I_SW_BANK, I_SW_BAR, I_SW_BW, I_SW_COAL, I_SW_DEPS,
+                              I_SW_L1, I_SW_L2, I_SW_SAME, I_SW_SKEW, I_SW_UNITS, I_TIMELINE)
 from teg.memory.cache import cache_access, cache_new, cache_shape
 from teg.memory.channels import balance_scale
 
@@ -179,6 +180,55 @@ def _heap_replace_top(heap, p, n, value):
         else:
             break
     heap[p, i] = value
+
+
+@njit(cache=True)
+def _pow2_at_least(n):
+    """The smallest power of two >= ``n`` (at least 1)."""
+    p = 1
+    while p < n:
+        p *= 2
+    return p
+
+
+@njit(cache=True)
+def _tree_set(tree, leaves, i, v):
+    """Set leaf ``i`` of the min-tree ``tree`` (``leaves`` leaves, a power of two; node ``j`` holds
+    the minimum of nodes ``2j`` and ``2j+1``, the root is node 1) to ``v`` and update its
+    ancestors, stopping where a minimum does not change."""
+    j = leaves + i
+    tree[j] = v
+    j >>= 1
+    while j >= 1:
+        a = tree[2 * j]
+        b = tree[2 * j + 1]
+        m = a if a <= b else b
+        if tree[j] == m:
+            break
+        tree[j] = m
+        j >>= 1
+
+
+@njit(cache=True)
+def _tree_first_le(tree, leaves, start, t):
+    """The smallest leaf index ``>= start`` whose value is ``<= t``, or -1 (O(log leaves)): from
+    leaf ``start`` climb while the node is a right child, step to the right sibling, and descend
+    into the leftmost qualifying subtree once a node's minimum qualifies."""
+    if start >= leaves:
+        return -1
+    i = leaves + start
+    while True:
+        if tree[i] <= t:
+            while i < leaves:
+                i = 2 * i
+                if tree[i] > t:
+                    i += 1
+            return i - leaves
+        while i & 1:
+            i >>= 1
+        if i == 0:
+            return -1
+        i += 1
 
 
 @njit(cache=True)
@@ -317,6 +367,8 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
     4 = an instruction lists more registers than the packed static table holds (16 sources, 14
     destinations).
 
+    ``sm_end[sm, 0]`` receives the SM's last completion, ``sm_end[sm, 1]`` the blocks it ran.
+
     ``order_in`` (non-empty: replay) is the global issue order to follow, ``order_out`` (non-empty:
     record) receives this run's issue order; both hold dynamic row indexes."""
     n_sms = ipar[I_SMS]
@@ -342,8 +394,11 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
     l1_shape = cache_shape(max(l1_sets, 1), l1_assoc, l1_line, l1_sector)
     l2_shape = cache_shape(max(l2_sets, 1), l2_assoc, l2_line, l2_sector)
     channels = max(ipar[I_CHANNELS], 1)
-    spp = max(ipar[I_SMS_PER_PIPE], 1)
-    pipe_slots = ipar[I_PIPE_SLOTS]
+    mshr = ipar[I_MSHR]
+    # MSHR mode: outstanding L1 misses per SM, counted per cache line (MSHR entries), instead of
+    # TEG's C_mem instruction slots per memory pipeline
+    spp = max(ipar[I_SMS_PER_PIPE], 1) if mshr == 0 else 1
+    pipe_slots = ipar[I_PIPE_SLOTS] if mshr == 0 else mshr
     pipe_limited = pipe_slots > 0
     record = ipar[I_TIMELINE] != 0
     rec_order = order_out.shape[0] > 0
@@ -352,6 +407,15 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
     issue_interval = fpar[F_ISSUE_INTERVAL]
     l1_lat, l2_lat, dram_lat = fpar[F_L1_LAT], fpar[F_L2_LAT], fpar[F_DRAM_LAT]
     spb = fpar[F_SERVICE_PER_BYTE]
+    deal = ipar[I_DEAL] != 0
+    n_parts = max(ipar[I_L2_PARTS], 1)
+    part_bytes = max(ipar[I_L2_PART_BYTES], 1)
+    n_slices = ipar[I_L2_SLICES]
+    slices_pp = max(n_slices // n_parts, 1)
+    l2_far_lat = fpar[F_L2_FAR_LAT]
+    slice_spb = fpar[F_L2_SLICE_SPB]
+    mshr_line = l1_line if l1_line > 0 else (l2_line if l2_line > 0 else 128)
+    slice_line = l2_line if l2_line > 0 else 128
     wfc = fpar[F_WAVEFRONT_CYCLES]
     rbar_lat = fpar[F_RBAR_LAT]
     launch_lat = fpar[F_LAUNCH_LAT]
@@ -457,7 +521,13 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
     else:
         chan_scale = balance_scale(tx_chan, channels)
     l1_state = cache_new(n_sms, l1_shape)
-    l2_state = cache_new(1, l2_shape)
+    # L2: one cache per partition (its geometry is one partition's); each SM has a near partition
+    # (SMs split evenly in index order), each address a home partition (interleave part_bytes)
+    l2_state = cache_new(n_parts, l2_shape)
+    sm_part = np.empty(n_sms, np.int64)
+    for sm in range(n_sms):
+        sm_part[sm] = (sm * n_parts) // n_sms
+    slice_free = np.zeros(max(n_slices, 1), np.float64)
     # ---- blocks / SMs
     blk_live = np.zeros(B, np.int64)
     blk_arrived = np.zeros(B, np.int64)
@@ -468,7 +538,14 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
     sm_res = np.zeros(n_sms, np.int64)
     for sm in range(n_sms):
         sm_next[sm] = sm_blocks_start[sm]
-        sm_end[sm] = 0.0
+        sm_end[sm, 0] = 0.0
+        sm_end[sm, 1] = 0.0
+    # dynamic dealing: one queue over sm_blocks[0 : sm_blocks_start[n_sms]] (all SMs' lists)
+    q_next = np.zeros(1, np.int64)
+    q_end = sm_blocks_start[n_sms]
+    # min-tree over the SMs' earliest scheduler wake-ups: a step visits only SMs with work due
+    leaves = _pow2_at_least(n_sms)
+    tree = np.full(2 * leaves, INF, np.float64)
     age = np.zeros(1, np.int64)   # launch order of warps (GTO's "oldest"); an array so closures can count
     finished = 0
     kend = 0.0
@@ -545,6 +622,14 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
             sci[g, SCI_C2] = sli[slot, SLI_C2]
             scf[g, SCF_SPLIT] = slf[slot, SLF_SPLIT]
 
+    def sm_wake(sm):
+        """Earliest wake-up among the SM's schedulers, written into the min-tree."""
+        m = scf[sm * S, SCF_NEXT]
+        for k in range(1, S):
+            if scf[sm * S + k, SCF_NEXT] < m:
+                m = scf[sm * S + k, SCF_NEXT]
+        _tree_set(tree, leaves, sm, m)
+
     # ---- schedule-preserving replay: the context of every row, the order's next event
     r_ctx = np.zeros(r_sidx.shape[0] if replay else 0, np.int64)
     if replay:
@@ -569,6 +654,7 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
         if parked[g]:
             parked[g] = False
             scf[g, SCF_NEXT] = now
+            sm_wake(g_sm[g])
         return slot
 
     def earliest_copy(slot):
@@ -602,16 +688,28 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
             bind = MEM_PIPE
         return r, bind
 
-    def launch_blocks(sm, t0):
-        """Launch blocks on ``sm`` until its resident-block limit (occupancy) or its share of the
-        grid is exhausted: each warp of a block takes the lowest free slot of the SM, becomes
-        eligible at ``t0`` (kernel start, or the launch latency after a block retires) with a clean
-        scoreboard, and joins its scheduler's list. Returns 2 when no slot is free (inconsistent
-        occupancy), else 0."""
-        while sm_res[sm] < resident and sm_next[sm] < sm_blocks_start[sm + 1]:
-            b = sm_blocks[sm_next[sm]]
-            sm_next[sm] += 1
+    def launch_blocks(sm, t0, most):
+        """Launch up to ``most`` blocks on ``sm`` until its resident-block limit (occupancy) or
+        the blocks it may take are exhausted (its own list, or with dynamic dealing the grid-wide
+        queue): each warp of a block takes the lowest free slot of the SM, becomes eligible at
+        ``t0`` (kernel start, or the launch latency after a block retires) with a clean scoreboard,
+        and joins its scheduler's list. Returns 2 when no slot is free (inconsistent occupancy),
+        else 0."""
+        n_launched = 0
+        while sm_res[sm] < resident and n_launched < most:
+            if deal:
+                if q_next[0] >= q_end:
+                    break
+                b = sm_blocks[q_next[0]]
+                q_next[0] += 1
+            else:
+                if sm_next[sm] >= sm_blocks_start[sm + 1]:
+                    break
+                b = sm_blocks[sm_next[sm]]
+                sm_next[sm] += 1
+            n_launched += 1
             sm_res[sm] += 1
+            sm_end[sm, 1] += 1.0
             counters[C_BLOCKS] += 1
             blk_live[b] = b_ctx_start[b + 1] - b_ctx_start[b]
             blk_arrived[b] = 0
@@ -664,10 +762,23 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
 
     # ---------------------------------------------------------------- main loop
     t = 0.0
-    # initial block launch: each SM takes blocks until its resident limit
+    # initial block launch: each SM takes blocks until its resident limit; dealt dynamically, the
+    # SMs take one block each in turn (breadth-first), so a grid smaller than a full wave spreads
+    # over all SMs
+    if deal:
+        more = True
+        while more:
+            before = q_next[0]
+            for sm in range(n_sms):
+                if launch_blocks(sm, 0.0, 1) != 0:
+                    return 2, 0
+            more = q_next[0] > before
+    else:
+        for sm in range(n_sms):
+            if launch_blocks(sm, 0.0, resident) != 0:
+                return 2, 0
     for sm in range(n_sms):
-        if launch_blocks(sm, 0.0) != 0:
-            return 2, 0
+        sm_wake(sm)
 
     if replay:
         rp_slot = replay_next(0, t)
@@ -678,7 +789,22 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
     while finished < C:
         counters[C_STEPS] += 1
         issued = False
-        for g in range(G):
+        # the schedulers whose wake-up has come, in index order: within an SM one after the other,
+        # then the next SM the min-tree names (an SM's tree entry is refreshed when it is left)
+        g = -1
+        while True:
+            if g >= 0 and g_sch[g] < S - 1:
+                g += 1
+            else:
+                if g >= 0:
+                    sm_wake(g_sm[g])
+                    nsm = _tree_first_le(tree, leaves, g_sm[g] + 1, t)
+                else:
+                    nsm = _tree_first_le(tree, leaves, 0, t)
+                if nsm < 0:
+                    break
+                g = nsm * S
+            g = _nonneg(g)
             if scf[g, SCF_NEXT] > t:
                 continue
             sm = _nonneg(g_sm[g])
@@ -895,6 +1021,10 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                 missed = False
                 beyond_l1 = False
                 best_extra = 0.0
+                near = sm_part[sm]
+                line = -1               # cache line of the open MSHR entry (MSHR mode)
+                line_done = 0.0
+                mshr_free = t
                 for j in range(k0, r_tx_start[row + 1]):
                     addr = tx_addr[j]
                     # The caches always evolve as with every mechanism on: a removed mechanism
@@ -903,9 +1033,20 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                     l1_hit = False
                     if has_l1 and not is_store:
                         l1_hit = cache_access(l1_state, sm, l1_shape, addr)
+                    # L2: the near partition first (it may hold a copy of a far line); a miss there
+                    # looks up the address's home partition, which fills on a miss, and the near
+                    # partition keeps a copy either way (near/far partitions, docs/model.md §3)
                     l2_hit = False
+                    far = False
+                    serve = near
                     if has_l2 and not l1_hit:
-                        l2_hit = cache_access(l2_state, 0, l2_shape, addr)
+                        l2_hit = cache_access(l2_state, near, l2_shape, addr)
+                        if n_parts > 1:
+                            home = (addr // part_bytes) % n_parts
+                            if home != near and not l2_hit:
+                                far = True
+                                serve = home
+                                l2_hit = cache_access(l2_state, home, l2_shape, addr)
                     if j >= k0 + ntx:
                         continue        # perfect coalescing: surplus transactions cost nothing
                     nb = float(tx_bytes[j]) if sw_coal else nb_each
@@ -921,39 +1062,71 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                         counters[C_L1M] += 1
                         missed = True
                     beyond_l1 = True
+                    # MSHR mode: each cache line past L1 holds one of the SM's entries until its
+                    # last sector is back; its requests leave when an entry is free
+                    s_req = t
+                    if mshr > 0:
+                        ln = addr // mshr_line
+                        if ln != line:
+                            if line >= 0:
+                                _heap_replace_top(heap, pp, pipe_n[pp], line_done)
+                            line = ln
+                            line_done = t
+                            mshr_free = heap[pp, 0]
+                        if mshr_free > s_req:
+                            s_req = mshr_free
+                    qw = s_req - t          # waiting for an MSHR entry
+                    qc = MEM_PIPE
+                    # the L2 slice that serves the request (bandwidth per slice)
+                    if n_slices > 0:
+                        sl = serve * slices_pp + (addr // slice_line) % slices_pp
+                        s1 = s_req
+                        if slice_free[sl] > s1:
+                            s1 = slice_free[sl]
+                        if sw_bw:
+                            slice_free[sl] = s1 + nb * slice_spb
+                        if s1 - s_req > 0.0:
+                            qc = L2_QUEUE if s1 - s_req >= qw else qc
+                        s_req = s1
                     to_dram = True
                     if has_l2:
                         if l2_hit or not sw_l2:
                             counters[C_L2H] += 1
-                            d = t + l2_lat
+                            d = s_req + (l2_far_lat if far and sw_l2 else l2_lat)
                             to_dram = False
                         else:
                             counters[C_L2M] += 1
                             missed = True
-                    cq = 0.0
+                    cq = s_req - t
                     if to_dram:
                         # every transaction keeps its own channel and FIFO position; without
                         # channel skew an overloaded channel serves at the average load's pace
                         ch = _nonneg(tx_chan[j])
-                        s0 = t
+                        s0 = s_req
                         if chan_free[ch] > s0:
                             s0 = chan_free[ch]
+                            qc = CHANNEL_QUEUE if s0 - s_req >= s_req - t else qc
                         cq = s0 - t
                         if sw_bw:
                             chan_free[ch] = s0 + nb * spb * chan_scale[ch]
-                        d = s0 + dram_lat
+                        # a far home partition adds its extra crossbar latency to the DRAM trip
+                        d = s0 + dram_lat + (l2_far_lat - l2_lat if far else 0.0)
                         counters[C_DRAM] += 1
                         counters[C_DRAM_B] += np.int64(nb)
-                        counters[C_CHW] += np.int64(cq)
+                        counters[C_CHW] += np.int64(s0 - s_req)
                     if d > done:
                         done = d
                     if d - cq > base:
                         base = d - cq
                     if cq > best_extra:
                         best_extra = cq
-                        c2 = CHANNEL_QUEUE
-                # the instruction holds one memory-pipeline slot until its last transaction is back
-                if pipe_limited and beyond_l1:
+                        c2 = qc
+                    if mshr > 0 and d > line_done:
+                        line_done = d
+                if mshr > 0 and line >= 0:
+                    _heap_replace_top(heap, pp, pipe_n[pp], line_done)
+                # C_mem: the instruction holds one memory-pipeline slot until its last transaction is back
+                if pipe_limited and beyond_l1 and mshr == 0:
                     _heap_replace_top(heap, pp, pipe_n[pp], done)
                 if missed:
                     c1 = CACHE_MISS if (has_l1 or has_l2) else sx[x + X_DEPCAUSE]
@@ -1007,10 +1180,10 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                 kend_b = base
                 kend_c1 = c1
                 kend_c2 = c2
-            if done > sm_end[sm]:
-                sm_end[sm] = done
-            if t + 1.0 > sm_end[sm]:
-                sm_end[sm] = t + 1.0
+            if done > sm_end[sm, 0]:
+                sm_end[sm, 0] = done
+            if t + 1.0 > sm_end[sm, 0]:
+                sm_end[sm, 0] = t + 1.0
             # ---- barrier arrival
             blk = _nonneg(sli[slot, SLI_BLOCK])
             if has_bar and sx[x + X_BAR] != 0:
@@ -1059,7 +1232,7 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                     blk_arrived[blk] -= 1
                 if blk_live[blk] == 0:
                     sm_res[sm] -= 1
-                    if launch_blocks(sm, t + _max2(launch_lat, 1.0)) != 0:
+                    if launch_blocks(sm, t + _max2(launch_lat, 1.0), resident) != 0:
                         return 2, 0
                 elif sw_bar and blk_arrived[blk] > 0 and blk_arrived[blk] >= blk_live[blk]:
                     # the last warp not waiting exited: the barrier resolves now
@@ -1100,15 +1273,14 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
         if finished >= C:
             break
         # ---- jump to the next cycle at which something may issue; charge the skipped cycles
-        gi = 0
-        nmin = scf[0, SCF_NEXT]
-        for g in range(1, G):
-            if scf[g, SCF_NEXT] < nmin:
-                nmin = scf[g, SCF_NEXT]
-                gi = g
+        # (the first scheduler, in index order, with the earliest wake-up)
+        nmin = tree[1]
         if nmin >= INF:
             status = 1
             break
+        gi = _tree_first_le(tree, leaves, 0, nmin) * S
+        while scf[gi, SCF_NEXT] > nmin:
+            gi += 1
         gi = _nonneg(gi)
         tn = math.ceil(nmin)
         if tn < t + 1.0:
@@ -1143,5 +1315,5 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
         stall_out[kend_c2] += np.int64(ke - sp)
         total = ke
     for sm in range(n_sms):
-        sm_end[sm] = math.ceil(sm_end[sm])
+        sm_end[sm, 0] = math.ceil(sm_end[sm, 0])
     return 0, np.int64(total)

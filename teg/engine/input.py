@@ -31,11 +31,22 @@ I_L1_SETS, I_L1_ASSOC, I_L1_LINE, I_L1_SECTOR = 16, 17, 18, 19
 I_L2_SETS, I_L2_ASSOC, I_L2_LINE, I_L2_SECTOR = 20, 21, 22, 23
 I_CHANNELS, I_SMS_PER_PIPE, I_PIPE_SLOTS, I_TIMELINE, I_WARP_SIZE = 24, 25, 26, 27, 28
 I_RECORD_ORDER = 29
-NUM_IPAR = 30
+# whole-GPU memory system and block dealing (docs/model.md §1, §3):
+# I_DEAL 1 = blocks are dealt dynamically from one grid-wide queue (every SM filled up to its
+# occupancy breadth-first, then each next block to the SM whose slot frees first), 0 = each SM runs
+# its own static list; I_L2_PARTS L2 partitions (each SM has a near one; an address has a home one);
+# I_L2_PART_BYTES the home-partition interleave; I_L2_SLICES L2 slices in all (0 = no slice
+# bandwidth); I_MSHR outstanding L1 misses per SM counted per cache line (0 = TEG's C_mem
+# instruction slots, I_PIPE_SLOTS)
+I_DEAL, I_L2_PARTS, I_L2_PART_BYTES, I_L2_SLICES, I_MSHR = 30, 31, 32, 33, 34
+NUM_IPAR = 35
 # ---- fpar indexes
 F_ISSUE_INTERVAL, F_L1_LAT, F_L2_LAT, F_DRAM_LAT, F_SERVICE_PER_BYTE = 0, 1, 2, 3, 4
 F_WAVEFRONT_CYCLES, F_RBAR_LAT, F_LAUNCH_LAT = 5, 6, 7
-NUM_FPAR = 8
+# F_L2_FAR_LAT: load-to-use latency of an L2 hit in the far partition; F_L2_SLICE_SPB: cycles one
+# L2 slice needs per byte it serves
+F_L2_FAR_LAT, F_L2_SLICE_SPB = 8, 9
+NUM_FPAR = 10
 
 POLICY_CODES = {"lrr": 0, "gto": 1}
 DEPMODEL_CODES = {"scoreboard": 0, "controlcodes": 1}
@@ -122,14 +133,19 @@ def make_input(*, lat_exec, lat_multi, lat_same, unit=None, dst=None, src=None, 
                switches=None, l1=None, l2=None, dram_latency=400.0, channels=1,
                service_per_byte=0.0, sms_per_pipeline=1, pipe_slots=0, wavefront_cycles=0.0,
                rbar_latency=1.0, launch_latency=0.0, record_timeline=True, record_order=False,
-               meta=None) -> EngineInput:
+               deal=False, l2_partitions=1, l2_partition_bytes=8192, l2_far_latency=None, l2_slices=0,
+               l2_slice_bytes_per_clk=0.0, mshr_lines=0, meta=None) -> EngineInput:
     """Build an :class:`EngineInput` by hand (tests, synthetic experiments).
 
     ``lat_*``, ``unit``, ``dst``/``src`` (lists of register-id lists) … describe the static
     instructions; ``rows_per_warp`` is a list (one per warp) of static-index lists; warps are
     grouped into blocks of ``warps_per_block``; ``tx`` is a list (one per row) of
     ``(addr, nbytes, channel)`` lists (``tx_min``: the perfect-coalescing count per row, default all);
-    ``blocks_sm`` gives each block's SM (default round-robin).
+    ``blocks_sm`` gives each block's SM (default round-robin); ``deal=True`` instead deals the
+    blocks dynamically (one grid-wide queue, :mod:`teg.engine.core`). ``l2_partitions`` /
+    ``l2_partition_bytes`` / ``l2_far_latency`` describe near/far L2 partitions (``l2`` is then one
+    partition's geometry), ``l2_slices`` / ``l2_slice_bytes_per_clk`` the L2 slices' bandwidth,
+    ``mshr_lines`` the outstanding L1-miss lines per SM (0: ``pipe_slots`` C_mem slots).
     ``switches`` maps mechanism names of :class:`teg.engine.Options` to booleans. ``ctrl`` holds
     per-static lists of control-code fields (``ctrl`` present, ``stall``, ``yield``, ``wbar``,
     ``rbar``, ``wait``), ``depbar`` / ``depbar_n`` (``DEPBAR.LE SBb, N``) and ``async`` (1 = cp.async
@@ -189,6 +205,10 @@ def make_input(*, lat_exec, lat_multi, lat_same, unit=None, dst=None, src=None, 
     ipar[I_CHANNELS], ipar[I_SMS_PER_PIPE], ipar[I_PIPE_SLOTS] = channels, sms_per_pipeline, pipe_slots
     ipar[I_TIMELINE], ipar[I_WARP_SIZE] = int(record_timeline), 32
     ipar[I_RECORD_ORDER] = int(record_order)
+    ipar[I_DEAL], ipar[I_L2_PARTS], ipar[I_L2_PART_BYTES] = int(deal), l2_partitions, l2_partition_bytes
+    ipar[I_L2_SLICES], ipar[I_MSHR] = l2_slices, mshr_lines
+    fpar[F_L2_FAR_LAT] = l2_far_latency if l2_far_latency is not None else (l2[4] if l2 is not None else 0.0)
+    fpar[F_L2_SLICE_SPB] = 1.0 / l2_slice_bytes_per_clk if l2_slice_bytes_per_clk > 0 else 0.0
     fpar[F_ISSUE_INTERVAL] = issue_interval
     fpar[F_L1_LAT] = l1[4] if l1 is not None else 0.0
     fpar[F_L2_LAT] = l2[4] if l2 is not None else 0.0

@@ -9,9 +9,13 @@ static instructions):
    first ``EXIT`` is the dynamic stream of every warp;
 2. classification — ``machine.classify`` gives unit, latency class, kind, space; unknown opcodes
    are an error (or, with ``Options(unknown="alu")``, the ``int`` class with a warning);
-3. simulated warps — the trace's blocks dealt round-robin to the GPU's SMs (block ``j`` of the
-   trace → SM ``j mod num_sms``) and those of SMs ``0 … sms-1`` kept; the SMs that receive a
-   block are *busy* and share DRAM bandwidth and L2 equally. Sweep modes instead put exactly
+3. simulated warps — by default every block of the trace on every SM of the GPU, dealt by the
+   engine as the hardware block scheduler deals them (one grid-wide queue: every SM filled up to
+   its occupancy, then each next block to the SM whose slot frees first), with one memory system
+   (L2 partitions and slices, DRAM channels at full bandwidth, MSHRs per SM). ``Options(sms=N)``
+   samples instead: the blocks dealt round-robin (block ``j`` → SM ``j mod num_sms``) and those of
+   SMs ``0 … N-1`` kept; the SMs that receive a block are *busy* and share DRAM bandwidth and L2
+   equally. Sweep modes instead put exactly
    ``warps`` warps (or ``blocks`` blocks) on one SM, reusing trace warps cyclically, with every SM
    of the GPU assumed to run the same configuration (TEG §5.1's measurement setup);
 4. memory precomputation on the kept rows — shared wavefronts (:mod:`teg.memory.shared`),
@@ -30,9 +34,11 @@ import numpy as np
 
 from teg import TegError, UnknownOpcodeWarning
 from teg.engine.codes import DEP_BASE, DEP_GLOBAL, DEP_SHARED, MEM_GLOBAL, MEM_SHARED, UNIT_CLASSES
-from teg.engine.input import (DEPMODEL_CODES, F_DRAM_LAT, F_ISSUE_INTERVAL, F_L1_LAT, F_L2_LAT,
-                              F_LAUNCH_LAT, F_RBAR_LAT, F_SERVICE_PER_BYTE, F_WAVEFRONT_CYCLES,
-                              I_CHANNELS, I_DEPMODEL, I_L1_SETS, I_L2_SETS, I_PIPE_SLOTS, I_POLICY,
+from teg.engine.input import (DEPMODEL_CODES, F_DRAM_LAT, F_ISSUE_INTERVAL, F_L1_LAT, F_L2_FAR_LAT,
+                              F_L2_LAT, F_L2_SLICE_SPB, F_LAUNCH_LAT, F_RBAR_LAT, F_SERVICE_PER_BYTE,
+                              F_WAVEFRONT_CYCLES, I_CHANNELS, I_DEAL, I_DEPMODEL, I_L1_SETS,
+                              I_L2_PART_BYTES, I_L2_PARTS, I_L2_SETS, I_L2_SLICES, I_MSHR,
+                              I_PIPE_SLOTS, I_POLICY,
                               I_RESIDENT, I_SCHED, I_SLOTS, I_SMS, I_SMS_PER_PIPE, I_SW_BANK,
                               I_SW_BAR, I_SW_BW, I_SW_COAL, I_SW_DEPS, I_SW_L1, I_SW_L2, I_SW_SAME,
                               I_SW_SKEW, I_SW_UNITS, I_TIMELINE, I_RECORD_ORDER, I_WARP_SIZE, NUM_FPAR,
@@ -228,10 +234,14 @@ def _select(kt, machine: Machine, options: Options):
         ctx_block = np.concatenate(ctx_block)
         return (ctx_warp, ctx_block, np.zeros(nbk, np.int64), nbk,
                 max(machine.limits.max_warps, ctx_warp.shape[0]), machine.num_sms)
-    sms = int(options.sms)
+    sms = simulated_sms(options, machine)
     if sms > machine.num_sms:
         raise LoweringError(f"--sms {sms}: {machine.name} has {machine.num_sms} SMs")
-    sm_of_pos = np.arange(len(blocks)) % machine.num_sms
+    if sms == machine.num_sms:
+        # the whole GPU: the engine deals the blocks from one queue in block order
+        sm_of_pos = np.zeros(len(blocks), np.int64)
+    else:
+        sm_of_pos = np.arange(len(blocks)) % machine.num_sms
     keep_pos = np.nonzero(sm_of_pos < sms)[0]
     keep_blocks = blocks[keep_pos]
     ctx_warp = np.nonzero(np.isin(wblock, keep_blocks))[0]
@@ -244,6 +254,11 @@ def _select(kt, machine: Machine, options: Options):
     grid_blocks = max(kt.info.num_blocks, len(blocks))
     busy = min(machine.num_sms, grid_blocks)
     return ctx_warp, ctx_block, sm_of_pos[uniq_pos], None, machine.limits.max_warps, max(busy, sms)
+
+
+def simulated_sms(options: Options, machine: Machine) -> int:
+    """SMs a run simulates: ``options.sms``, or every SM of the machine when it is ``None``."""
+    return machine.num_sms if options.sms is None else int(options.sms)
 
 
 # ------------------------------------------------------------------------------------ main entry
@@ -388,7 +403,9 @@ def lower(program, kernel_trace, machine: Machine, options: Options | None = Non
     counts = np.bincount(ctx_block, minlength=B)
     b_ctx_start = np.zeros(B + 1, np.int32)
     np.cumsum(counts, out=b_ctx_start[1:])
-    n_sms = 1 if (options.warps is not None or options.blocks is not None or kt is None) else int(options.sms)
+    sweep_mode = options.warps is not None or options.blocks is not None or kt is None
+    n_sms = 1 if sweep_mode else simulated_sms(options, machine)
+    whole_gpu = not sweep_mode and n_sms == machine.num_sms
     order = np.argsort(block_sm, kind="stable").astype(np.int32)
     sm_blocks_start = np.searchsorted(block_sm[order], np.arange(n_sms + 1)).astype(np.int32)
     occ = None
@@ -428,9 +445,19 @@ def lower(program, kernel_trace, machine: Machine, options: Options | None = Non
         else:
             notes.append("no L1 left beside the blocks' shared memory")
     if gm.l2 is not None:
-        l2_size = max(int(gm.l2.size_bytes * share), gm.l2.line_bytes)
+        # the whole GPU: one L2 per partition (near/far, each SM with a near one) and its slices'
+        # bandwidth; sampled SMs or a sweep: their share of one L2, no partitions or slice limits
+        parts = gm.l2_partitions if whole_gpu else 1
+        l2_size = max(int(gm.l2.size_bytes * share / parts), gm.l2.line_bytes)
         ipar[I_L2_SETS:I_L2_SETS + 4] = cache_geometry(l2_size, gm.l2.line_bytes, gm.l2.sector_bytes, gm.l2.assoc)
         fpar[F_L2_LAT] = gm.l2.latency
+        fpar[F_L2_FAR_LAT] = gm.l2_far_latency if (parts > 1 and gm.l2_far_latency) else gm.l2.latency
+        ipar[I_L2_PARTS], ipar[I_L2_PART_BYTES] = parts, gm.l2_partition_bytes
+        if whole_gpu and gm.l2_slices and gm.l2_bandwidth_bytes_per_clk:
+            ipar[I_L2_SLICES] = gm.l2_slices
+            fpar[F_L2_SLICE_SPB] = gm.l2_slices / gm.l2_bandwidth_bytes_per_clk
+    ipar[I_DEAL] = int(whole_gpu)
+    ipar[I_MSHR] = gm.l1_mshr_lines or 0
     ipar[I_CHANNELS] = gm.channels
     ipar[I_SMS_PER_PIPE] = max(1, min(gm.sms_per_pipeline, busy))
     ipar[I_PIPE_SLOTS] = int(gm.max_outstanding)
@@ -452,7 +479,11 @@ def lower(program, kernel_trace, machine: Machine, options: Options | None = Non
                                                                   "warps_per_sm": int(ctx_lens.shape[0]),
                                                                   "limiter": "sweep" if kt is not None else "sass-only"}),
             "units": unit_names, "threads_per_block": threads, "warps_per_block": wpb_real,
-            "busy_sms": int(max(busy, n_sms))}
+            "busy_sms": int(max(busy, n_sms)),
+            "dealing": "dynamic" if whole_gpu else ("sweep" if sweep_mode else "round-robin"),
+            "waves": B / max(resident * n_sms, 1),
+            "l2_partitions": int(ipar[I_L2_PARTS]), "l2_slices": int(ipar[I_L2_SLICES]),
+            "mshr_lines": int(ipar[I_MSHR])}
     if options.blocks_per_sm is not None and meta["occupancy"] is not None:
         meta["occupancy"] = dict(meta["occupancy"], blocks_per_sm=resident, limiter="--blocks-per-sm")
     return EngineInput(

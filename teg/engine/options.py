@@ -59,7 +59,9 @@ class Options:
 
     Configuration: ``policy`` (``lrr`` loose round-robin, ``gto`` greedy-then-oldest),
     ``dependency_model`` (``auto`` = the machine table's default when the SASS carries control
-    codes, else ``scoreboard``), ``sms`` simulated SMs, ``warps`` (sweep mode: exactly this many
+    codes, else ``scoreboard``), ``sms`` simulated SMs (``None``, the default: every SM of the
+    GPU, blocks dealt dynamically, one memory system; a number N samples SMs 0…N−1, which get the
+    blocks dealt to them round-robin and N/busy of DRAM bandwidth and L2), ``warps`` (sweep mode: exactly this many
     concurrent warps on one SM, each running one trace warp's stream), ``blocks`` (sweep mode:
     exactly this many blocks resident together on one SM), ``blocks_per_sm`` (resident
     blocks per SM instead of the occupancy calculation), ``unknown`` (``error`` or ``alu`` for
@@ -79,7 +81,7 @@ class Options:
     barriers: bool = True
     policy: str = "gto"
     dependency_model: str = "auto"
-    sms: int = 1
+    sms: int | None = None
     warps: int | None = None
     blocks: int | None = None
     blocks_per_sm: int | None = None
@@ -95,7 +97,7 @@ class Options:
                                f"{', '.join(DEPENDENCY_MODELS)}")
         if self.unknown not in UNKNOWN_OPCODES:
             raise OptionsError(f"unknown={self.unknown!r}: expected one of {', '.join(UNKNOWN_OPCODES)}")
-        if int(self.sms) < 1:
+        if self.sms is not None and int(self.sms) < 1:
             raise OptionsError(f"sms={self.sms}: must be >= 1")
         if self.warps is not None and int(self.warps) < 1:
             raise OptionsError(f"warps={self.warps}: must be >= 1")

@@ -23,7 +23,7 @@ def run(inp: EngineInput) -> Result:
     counters = np.zeros(len(COUNTER_NAMES), np.int64)
     record = bool(inp.ipar[I_TIMELINE])
     timeline = np.full(inp.num_rows if record else 0, -1.0, np.float64)
-    sm_end = np.zeros(int(inp.ipar[I_SMS]), np.float64)
+    sm_end = np.zeros((int(inp.ipar[I_SMS]), 2), np.float64)   # last completion, blocks run
     if inp.c_start.shape[0] == 0:
         raise EngineError("nothing to simulate: no warp has instructions")
     order_in = _checked_order(inp)
@@ -52,8 +52,10 @@ def run(inp: EngineInput) -> Result:
     if status == 4:
         raise EngineError(f"{inp.meta.get('kernel', 'kernel')}: an instruction lists more than {X_DST - X_SRC} "
                           f"source or {X_NWAW - X_DST} destination registers")
-    return make_result(cycles, stall, counters, pc_count, pc_wait.astype(np.int64), sm_end,
-                       timeline.astype(np.int64) if record else None, dict(inp.meta),
+    meta = dict(inp.meta)
+    meta["sm_blocks"] = sm_end[:, 1].astype(np.int64).tolist()
+    return make_result(cycles, stall, counters, pc_count, pc_wait.astype(np.int64), sm_end[:, 0],
+                       timeline.astype(np.int64) if record else None, meta,
                        order_out if order_out.shape[0] else None)
 
 

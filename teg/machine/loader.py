@@ -367,6 +367,11 @@ def _build_memory(m: dict, num_sms: int, warp_size: int, clock_mhz: float) -> Gl
         max_out = int(_v(mo))
     opt = {k: (float(_v(m[k])) if m.get(k) is not None else None)
            for k in ("l2_bandwidth_bytes_per_clk", "local_latency", "const_latency")}
+    for k in ("l2_partitions", "l2_partition_bytes", "l2_slices", "l1_mshr_lines"):
+        if m.get(k) is not None:
+            opt[k] = int(_v(m[k]))
+    if m.get("l2_far_latency") is not None:
+        opt["l2_far_latency"] = float(_v(m["l2_far_latency"]))
     if m.get("l1_caches_global_loads") is not None:
         opt["l1_caches_global_loads"] = bool(_v(m["l1_caches_global_loads"]))
     return GlobalMemory(

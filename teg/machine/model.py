@@ -109,6 +109,11 @@ class GlobalMemory:
     l2_bandwidth_bytes_per_clk: float | None = None
     local_latency: float | None = None
     const_latency: float | None = None
+    l2_partitions: int = 1              # near/far L2 partitions: each SM has a near one, each address a home one
+    l2_partition_bytes: int = 8192      # home-partition interleave of addresses
+    l2_far_latency: float | None = None  # load-to-use latency of a hit in the far partition
+    l2_slices: int | None = None        # L2 slices in all; each serves l2_bandwidth_bytes_per_clk / l2_slices
+    l1_mshr_lines: int | None = None    # outstanding L1 misses per SM, one entry per cache line (None: C_mem)
     l1_caches_global_loads: bool = True  # False: plain global/generic loads are L2-only and only
                                          # loads that ask for L1 (.CI/.CONSTANT = .nc, .CA) use it
                                          # (Maxwell/Pascal; teg.memory.cachepolicy.bypasses_l1)

@@ -34,9 +34,29 @@ def setup_lines(m: dict, warps: bool = True) -> list[str]:
     sms = m.get("sms", 1)
     nw, nb = m.get("warps"), m.get("blocks")
     who = f", {nw} warp{'s' if nw != 1 else ''} in {nb} block{'s' if nb != 1 else ''}" if warps else ""
+    if m.get("dealing") == "dynamic":
+        parts = m.get("l2_partitions", 1)
+        l2 = f"{parts} L2 partitions" if parts > 1 else "one L2"
+        sim = (f"simulated   every SM ({sms}){who}, blocks dealt as the hardware deals them; "
+               f"{l2} and the DRAM shared by all")
+    else:
+        sim = f"simulated   {sms} SM{'s' if sms != 1 else ''}{who}, with {_share(m)}"
     return [f"kernel      {m.get('kernel')}",
             f"machine     {m.get('machine')}  ({m.get('dependency_model')} dependencies, {m.get('policy')} scheduling)",
-            f"simulated   {sms} SM{'s' if sms != 1 else ''}{who}, with {_share(m)}"]
+            sim]
+
+
+def blocks_line(m: dict) -> str | None:
+    """How the blocks were spread: SMs that ran a block, blocks per SM (fewest–most), waves
+    (blocks / (resident blocks per SM x simulated SMs))."""
+    per_sm = m.get("sm_blocks")
+    if not per_sm:
+        return None
+    ran = [b for b in per_sm if b > 0]
+    lo, hi = (min(ran), max(ran)) if ran else (0, 0)
+    each = f"{lo}" if lo == hi else f"{lo}-{hi}"
+    return (f"blocks      {sum(per_sm)} on {len(ran)} of {len(per_sm)} SMs, {each} per SM, "
+            f"{m.get('waves', 0.0):.3g} waves")
 
 
 def result_text(r: Result, top_pcs: int = 10) -> str:
@@ -50,6 +70,9 @@ def result_text(r: Result, top_pcs: int = 10) -> str:
     if occ:
         lines.append(f"occupancy   {occ.get('blocks_per_sm')} blocks/SM, {occ.get('warps_per_sm')} warps/SM"
                      f" (limited by {occ.get('limiter')})")
+    bl = blocks_line(m)
+    if bl:
+        lines.append(bl)
     for note in m.get("notes", []):
         lines.append(f"note        {note}")
     rows = [[k, str(v), f"{100.0 * v / r.cycles:.1f}%"] for k, v in sorted(r.stalls.items(), key=lambda kv: -kv[1]) if v]

@@ -1,0 +1,201 @@
+"""The whole GPU: block dealing over every SM, one L2 (partitions, slices) and the DRAM shared by
+all SMs, outstanding L1 misses per SM (MSHRs). Hand-built inputs, so each expected cycle count
+follows from docs/model.md's equations, not from a machine table."""
+
+from __future__ import annotations
+
+import pytest
+
+from teg.engine import Options, lower, make_input, run
+from teg.engine.codes import DEP_BASE, DEP_GLOBAL, MEM_GLOBAL, UNIT_CLASSES
+
+INT = DEP_BASE + UNIT_CLASSES.index("int")
+
+
+def alu_blocks(lengths, **kw):
+    """One warp per block; warp b issues ``lengths[b]`` independent 1-cycle instructions (one per
+    cycle), so it runs from its launch cycle t0 to t0 + length - 1."""
+    n = max(lengths)
+    return make_input(lat_exec=[1] * n, lat_multi=[1] * n, lat_same=[1] * n, depcause=[INT] * n,
+                      rows_per_warp=[list(range(k)) for k in lengths], warps_per_block=1, **kw)
+
+
+def test_dynamic_dealing_gives_the_next_block_to_the_sm_that_frees_first():
+    """3 SMs, one resident block each; block 0 runs 100 cycles, blocks 1-5 run 10. Dealt by the
+    hardware rule, SM 1 and SM 2 take blocks 3 and 4 when their first blocks retire (cycle 9, the
+    next block starts at 10), and SM 1 — first in index order at cycle 19 — takes block 5: the
+    kernel ends with block 0 at cycle 100. Dealt round-robin (static), block 3 waits behind block
+    0 on SM 0: 100 + 10 = 110."""
+    lengths = [100, 10, 10, 10, 10, 10]
+    dyn = run(alu_blocks(lengths, sms=3, resident=1, deal=True))
+    assert dyn.cycles == 100
+    assert dyn.meta["sm_blocks"] == [1, 3, 2]
+    rr = run(alu_blocks(lengths, sms=3, resident=1, deal=False))
+    assert rr.cycles == 110
+    assert rr.meta["sm_blocks"] == [2, 2, 2]
+
+
+def test_first_wave_is_spread_breadth_first():
+    """2 SMs with room for 2 blocks each, 2 blocks of 50 one-cycle instructions on one scheduler:
+    the first wave gives each SM one block (50 cycles), not both to SM 0 (which would issue 100
+    instructions on one scheduler: 100 cycles)."""
+    r = run(alu_blocks([50, 50], sms=2, resident=2, deal=True))
+    assert r.cycles == 50
+    assert r.meta["sm_blocks"] == [1, 1]
+
+
+def test_every_block_runs_once_whatever_the_dealing():
+    lengths = [7, 3, 12, 5, 9, 1, 4, 8, 2, 6, 11]
+    for deal in (True, False):
+        for sms in (1, 2, 3, 5):
+            r = run(alu_blocks(lengths, sms=sms, resident=2, deal=deal))
+            assert sum(r.meta["sm_blocks"]) == len(lengths)
+            assert r.instructions == sum(lengths)
+
+
+def one_load_per_sm(sms, addrs, **kw):
+    """``sms`` single-warp blocks, each one LDG (static 0) of 32 B sectors at ``addrs[b]`` (a list
+    per block) then a consumer (static 1) of its result."""
+    tx = []
+    rows = []
+    for b in range(sms):
+        tx.append([(a, 32, 0) for a in addrs[b]])
+        tx.append([])
+        rows.append([0, 1])
+    return make_input(lat_exec=[0, 1], lat_multi=[1, 1], lat_same=[1, 1], dst=[[4], [5]], src=[[], [4]],
+                      mem=[MEM_GLOBAL, 0], depcause=[DEP_GLOBAL, INT], rows_per_warp=rows, warps_per_block=1,
+                      tx=tx, sms=sms, resident=1, deal=True, **kw)
+
+
+L2 = (64, 4, 128, 32, 100.0)       # 64 sets x 4 ways x 128 B lines, 32 B sectors, hit latency 100
+
+
+def test_two_sms_contend_for_one_l2_slice():
+    """Two SMs each read 4 sectors of their own line, both lines in slice 0 of one slice serving
+    32 B/clk (1 cycle per sector), L2 hits (perfect L2). SM 0's sectors are served at cycles 0-3,
+    SM 1's wait behind them at 4-7: its load completes at 7 + 100 = 107, its consumer issues then
+    and the kernel ends at 108. L2 queueing is charged 6 cycles: 100-102 (SM 0's own sectors
+    queue behind each other in the slice: its load is complete at 100 without the queue) and
+    104-106 (SM 1's last three cycles of waiting)."""
+    r = run(one_load_per_sm(2, [[0, 32, 64, 96], [256, 288, 320, 352]], l2=L2, l2_slices=1,
+                            l2_slice_bytes_per_clk=32.0, switches={"l2_misses": False}))
+    assert r.cycles == 108
+    assert r.sm_cycles.tolist() == [104, 108]
+    assert r.stalls["l2_queue"] == 6
+    # two slices, lines interleaved across them: no contention, both done at 3 + 100 + 1
+    r2 = run(one_load_per_sm(2, [[0, 32, 64, 96], [128, 160, 192, 224]], l2=L2, l2_slices=2,
+                             l2_slice_bytes_per_clk=32.0, switches={"l2_misses": False}))
+    assert r2.cycles == 104
+    # without the bandwidth mechanism the slice serves at once
+    r3 = run(one_load_per_sm(2, [[0, 32, 64, 96], [256, 288, 320, 352]], l2=L2, l2_slices=1,
+                             l2_slice_bytes_per_clk=32.0, switches={"l2_misses": False, "bandwidth": False}))
+    assert r3.cycles == 101
+    assert r3.stalls["l2_queue"] == 0
+
+
+def test_one_sm_alone_on_idle_dram_reaches_its_latency_bound():
+    """One SM, one load of 8 sectors (two lines) that miss in L2 on idle DRAM with 8 channels at
+    1 cycle per 32 B sector: every sector starts at once on its own channel, so the load takes
+    exactly the DRAM latency (300) and the kernel 301 cycles — the SM gets the whole DRAM, not
+    1/N of it."""
+    addrs = [[32 * k for k in range(8)]]
+    tx = [[(a, 32, a // 32) for a in addrs[0]], []]
+    inp = make_input(lat_exec=[0, 1], lat_multi=[1, 1], lat_same=[1, 1], dst=[[4], [5]], src=[[], [4]],
+                     mem=[MEM_GLOBAL, 0], depcause=[DEP_GLOBAL, INT], rows_per_warp=[[0, 1]], tx=tx,
+                     sms=1, deal=True, l2=L2, dram_latency=300.0, channels=8, service_per_byte=1 / 32)
+    r = run(inp)
+    assert r.cycles == 301
+    assert r.counters["dram_transactions"] == 8
+
+
+def test_data_shared_by_every_sm_hits_in_l2():
+    """Four SMs read the same line, one after the other (each SM's block starts 200 cycles after
+    the previous by a chain of ALU work): the first read misses (DRAM 300), the others hit the
+    line the first one brought into the one shared L2 (hit latency 100)."""
+    n = 4
+    pad = 200
+    rows, tx = [], []
+    for b in range(n):
+        rows.append([0] * (b * pad) + [1, 2])
+        tx += [[] for _ in range(b * pad)] + [[(4096, 32, 0)], []]
+    inp = make_input(lat_exec=[1, 0, 1], lat_multi=[1] * 3, lat_same=[1] * 3, dst=[[3], [4], [5]],
+                     src=[[], [], [4]], mem=[0, MEM_GLOBAL, 0], depcause=[INT, DEP_GLOBAL, INT],
+                     rows_per_warp=rows, warps_per_block=1, tx=tx, sms=n, resident=1, deal=True,
+                     l2=L2, dram_latency=300.0, channels=1, service_per_byte=0.0)
+    r = run(inp)
+    assert r.counters["l2_misses"] == 1
+    assert r.counters["l2_hits"] == n - 1
+    # the last SM's load issues at 3*200 and hits: 600 + 100 + 1
+    assert r.cycles == 3 * pad + 100 + 1
+
+
+def test_near_and_far_l2_partitions():
+    """Two partitions interleaved every 8 KB, SM 0 near partition 0, SM 1 near partition 1 (hit
+    latencies: near 100, far 180). SM 0 first reads a line whose home is partition 1 (a miss:
+    DRAM 300 plus the far trip 80), then SM 1 reads it (a near hit in its home partition, 100);
+    SM 0 reads it again: its near partition kept a copy on the first read (near hit, 100)."""
+    addr = 8192 + 128           # home partition 1
+    rows = [[1, 2, 1, 2], [0] * 1000 + [1, 2]]
+    # SM 0: load, use, load again, use; SM 1 loads after 1000 one-cycle ALU rows
+    tx = [[(addr, 32, 0)], [], [(addr, 32, 0)], []] + [[] for _ in range(1000)] + [[(addr, 32, 0)], []]
+    inp = make_input(lat_exec=[1, 0, 1], lat_multi=[1] * 3, lat_same=[1] * 3, dst=[[3], [4], [5]],
+                     src=[[], [], [4]], mem=[0, MEM_GLOBAL, 0], depcause=[INT, DEP_GLOBAL, INT],
+                     rows_per_warp=rows, warps_per_block=1, tx=tx, sms=2, resident=1, deal=True,
+                     l2=L2, l2_partitions=2, l2_partition_bytes=8192, l2_far_latency=180.0,
+                     dram_latency=300.0, channels=1)
+    r = run(inp)
+    t = r.timeline.tolist()
+    # SM 0: load at 0 misses → 0 + 300 + 80; use at 380; the second load at 381 hits its near
+    # copy → 481; the use at 481
+    assert t[:4] == [0, 380, 381, 481]
+    assert r.counters["l2_misses"] == 1 and r.counters["l2_hits"] == 2
+    # SM 1's load (after 1000 one-cycle ALU rows) hits in its home partition: near latency
+    assert t[-1] - t[-2] == 100
+    assert r.cycles == 1000 + 100 + 1
+
+
+def test_mshrs_limit_outstanding_lines_per_sm():
+    """One warp issues 3 loads of one line each back to back (no dependency), L2 hits at 100,
+    2 MSHR entries: the third load's line waits for the first entry (free at 100), so it is back
+    at 200 and its consumer ends the kernel at 201. With 3 entries: 102 + 1."""
+    tx = [[(0, 32, 0)], [(1024, 32, 0)], [(2048, 32, 0)], []]
+    kw = dict(lat_exec=[0, 0, 0, 1], lat_multi=[1] * 4, lat_same=[1] * 4, dst=[[4], [5], [6], [7]],
+              src=[[], [], [], [4, 5, 6]], mem=[MEM_GLOBAL] * 3 + [0], depcause=[DEP_GLOBAL] * 3 + [INT],
+              rows_per_warp=[[0, 1, 2, 3]], tx=tx, sms=1, deal=True, l2=L2,
+              switches={"l2_misses": False})
+    assert run(make_input(**kw, mshr_lines=3)).cycles == 103
+    r = run(make_input(**kw, mshr_lines=2))
+    # the third load issues at 2 but cannot issue while no entry is free: both entries are held
+    # until 100 and 101, so it issues at 100 and is back at 200
+    assert r.cycles == 201
+    assert r.stalls["mem_pipe_full"] > 0
+
+
+@pytest.mark.parametrize("mechanism", ["bandwidth", "l2_misses", "l1_misses", "channel_skew", "coalescing"])
+def test_removing_a_shared_memory_mechanism_never_adds_cycles(mechanism):
+    """The what-ifs act on the shared system and stay monotone (docs/model.md §5): the same
+    contention case as above with 4 SMs and a second load per warp."""
+    addrs = [[0, 32, 64, 96, 256 * (b + 1)] for b in range(4)]
+    base = one_load_per_sm(4, addrs, l2=L2, l2_slices=1, l2_slice_bytes_per_clk=32.0, dram_latency=300.0,
+                           channels=2, service_per_byte=0.25, mshr_lines=2)
+    from teg.engine import with_switches
+    assert run(with_switches(base, **{mechanism: False})).cycles <= run(base).cycles
+
+
+def test_lowering_simulates_every_sm_by_default():
+    """The bundled example through lower(): the default simulates every SM of sm_90, dealing its
+    4 blocks one per SM; --sms 1 samples SM 0 with 1/4 of the bandwidth (the old method)."""
+    from teg.engine import load_inputs
+    from teg.resources import traces_dir
+
+    d = traces_dir()
+    ins = load_inputs(sass=d / "matmul_abt.sm_90.sass", trace=d / "matmul_abt.sm_90.trace.npz")
+    prog, kt, machine = ins.program, ins.kernel_trace, ins.machine
+    inp = lower(prog, kt, machine, Options())
+    assert inp.meta["sms"] == machine.num_sms
+    assert inp.meta["dealing"] == "dynamic"
+    r = run(inp)
+    assert sum(r.meta["sm_blocks"]) == inp.meta["blocks"] == 4
+    assert sorted(r.meta["sm_blocks"])[-4:] == [1, 1, 1, 1]
+    one = lower(prog, kt, machine, Options(sms=1))
+    assert one.meta["sms"] == 1 and one.meta["dealing"] == "round-robin"
