@@ -199,3 +199,16 @@ def test_lowering_simulates_every_sm_by_default():
     assert sorted(r.meta["sm_blocks"])[-4:] == [1, 1, 1, 1]
     one = lower(prog, kt, machine, Options(sms=1))
     assert one.meta["sms"] == 1 and one.meta["dealing"] == "round-robin"
+
+
+def test_a_block_holds_its_slot_until_its_stores_complete():
+    """One SM, one resident block; block 0's warp issues a store whose write completes at 0 + 300
+    (DRAM on idle channel) and exits at once; block 1 (one 1-cycle instruction) starts only when
+    block 0 has retired — its store acknowledged — at 300, so the kernel ends at 301 (not 2)."""
+    tx = [[(0, 32, 0)], []]
+    inp = make_input(lat_exec=[0, 1], lat_multi=[1, 1], lat_same=[1, 1], dst=[[], [5]], src=[[4], []],
+                     mem=[MEM_GLOBAL, 0], store=[1, 0], depcause=[DEP_GLOBAL, INT], rows_per_warp=[[0], [1]],
+                     warps_per_block=1, tx=tx, sms=1, resident=1, deal=True, dram_latency=300.0, channels=1)
+    r = run(inp)
+    assert r.timeline.tolist() == [0, 300]
+    assert r.cycles == 301

@@ -219,12 +219,13 @@ def test_barrier_resolves_at_latest_arrival_plus_its_latency():
 
 def test_gto_warp_launched_into_finished_greedy_slot_is_youngest():
     """GTO, one scheduler, two warp slots, one warp per block, two blocks resident. Warp A: a
-    3-cycle producer, then its consumer (ready at 3). Warp B: one independent FADD, issued at 1
-    while A waits; B is greedy when it finishes, and block C launches into B's slot at
-    1 + launch latency 2 = 3. At 3 both A and C are eligible: the oldest, A, goes first (C, though
-    in the slot of the last greedy warp, is the youngest warp); C follows at 4 and 5."""
-    inp = make_input(lat_exec=[3, 4, 4], lat_multi=[1] * 3, lat_same=[1] * 3, dst=[[4], [5], [6]],
-                     src=[[], [4], []], depcause=[FP32] * 3, rows_per_warp=[[0, 1], [2], [2, 2]],
+    3-cycle producer, then its consumer (ready at 3). Warp B: one independent 2-cycle instruction,
+    issued at 1 while A waits; B is greedy when it finishes, and block C launches into B's slot
+    when B has retired: at max(1 + launch latency 2, B's result at 3) = 3. At 3 both A and C are
+    eligible: the oldest, A, goes first (C, though in the slot of the last greedy warp, is the
+    youngest warp); C follows at 4 and 5."""
+    inp = make_input(lat_exec=[3, 4, 4, 2], lat_multi=[1] * 4, lat_same=[1] * 4, dst=[[4], [5], [6], [7]],
+                     src=[[], [4], [], []], depcause=[FP32] * 4, rows_per_warp=[[0, 1], [3], [2, 2]],
                      warps_per_block=1, slots=2, resident=2, launch_latency=2.0)
     r = run(inp)
     a, b, c = r.timeline[:2], r.timeline[2:3], r.timeline[3:]

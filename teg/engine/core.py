@@ -534,6 +534,9 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
     # the current barrier episode of each block: latest (arrival + its BAR latency), largest BAR
     # latency among the arrivals
     blk_bar = np.zeros((B, 2), np.float64)
+    # the latest completion of anything a block issued (loads and stores alike): the block holds
+    # its SM's slots until then (a warp exits only when its stores are acknowledged)
+    blk_done = np.zeros(B, np.float64)
     sm_next = np.zeros(n_sms, np.int64)
     sm_res = np.zeros(n_sms, np.int64)
     for sm in range(n_sms):
@@ -1175,6 +1178,9 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                     rs[slot, r, RS_B] = rb
                     rsc[slot, r, RC_C1] = c1
                     rsc[slot, r, RC_C2] = c2
+            blk = _nonneg(sli[slot, SLI_BLOCK])
+            if done > blk_done[blk]:
+                blk_done[blk] = done
             if done > kend:
                 kend = done
                 kend_b = base
@@ -1185,7 +1191,6 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
             if t + 1.0 > sm_end[sm, 0]:
                 sm_end[sm, 0] = t + 1.0
             # ---- barrier arrival
-            blk = _nonneg(sli[slot, SLI_BLOCK])
             if has_bar and sx[x + X_BAR] != 0:
                 blk_arrived[blk] += 1
                 # the barrier resolves at the latest arrival + its BAR latency (the largest such
@@ -1232,7 +1237,9 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                     blk_arrived[blk] -= 1
                 if blk_live[blk] == 0:
                     sm_res[sm] -= 1
-                    if launch_blocks(sm, t + _max2(launch_lat, 1.0), resident) != 0:
+                    # the next block starts when this one has retired: its last issue and all its
+                    # outstanding results complete (plus the launch latency)
+                    if launch_blocks(sm, _max2(t + _max2(launch_lat, 1.0), math.ceil(blk_done[blk])), resident) != 0:
                         return 2, 0
                 elif sw_bar and blk_arrived[blk] > 0 and blk_arrived[blk] >= blk_live[blk]:
                     # the last warp not waiting exited: the barrier resolves now
