@@ -1,0 +1,537 @@
+#!/usr/bin/env python3
+"""teg's accuracy suite: published measurements of real GPUs (/work/shared/measured) against the
+engine's predictions for our own kernels (benchmarks/accuracy/kernels), traced by teg's emulator.
+
+    python3 benchmarks/accuracy/run.py [--family stream,cache,l2,latency,polybench] [--gpu a100_40,...]
+                                       [--quick] [--jobs N] [--csv FILE] [--all-points]
+
+Prints, per point, measured vs predicted and the signed error (predicted / measured - 1), then per
+family the median and mean |error|, the worst point and the share of points off by more than 2x.
+Nothing is fitted: every prediction is one engine run (or the difference / linear extrapolation of
+two, see README.md) on the machine table named for the GPU. Reductions and sampling: README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import math
+import os
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+KERNELS = HERE / "kernels"
+MEASURED = Path(os.environ.get("TEG_MEASURED", "/work/shared/measured"))
+CACHE = Path(os.environ.get("TEG_ACCURACY_CACHE", HERE / ".cache"))
+
+CACHE_MAX_BYTES = int(os.environ.get("TEG_ACCURACY_CACHE_MAX", 32 << 20))
+
+FAMILIES = ("stream", "cache", "l2", "latency", "polybench")
+# measured GPU -> (machine table, cubin arch)
+GPUS = {"a100_40": ("sm_80", "sm_80"), "a100_80": ("a100_80", "sm_80"),
+        "h100_pcie": ("sm_90", "sm_90"), "gv100": ("quadro_gv100", "sm_75")}
+
+STREAM_KERNELS = {"init": ("stream_init", 1), "read": ("stream_read", 1), "scale": ("stream_scale", 2),
+                  "triad": ("stream_triad", 3), "1pt": ("stream_1pt", 2), "3pt": ("stream_3pt", 2)}
+STREAM_BLOCKS_FULL = (32, 64, 128, 256, 512, 1024)
+STREAM_BLOCKS_QUICK = (64, 1024)
+STREAM_WAVES = (2, 4)          # steady state = difference of the runs with 2 and 4 waves
+CACHE_LOADS = (32, 64)          # loads per thread of the two cache runs (difference)
+L2_WAVES = (1, 2)               # l2: waves of resident 1024-thread blocks (difference)
+LAT_TIMED = 1024                # timed loads of the pointer chase
+LAT_WARM_CAP = 1 << 20          # chains up to 64 MB are walked once before the timed loads
+LAT_MAX_KB = 262144             # latency points above 256 MB are not simulated (TLB regime)
+
+
+def machine(name: str):
+    from teg.machine import load
+    return load(name)
+
+
+def pct(x: float) -> str:
+    return f"{x * 100:+.1f}%"
+
+
+# ---------------------------------------------------------------------------------------------
+# points
+
+@dataclass
+class Point:
+    family: str
+    gpu: str
+    label: str
+    params: dict
+    measured: float
+    unit: str
+    measured_instructions: float | None = None
+    predicted: float | None = None
+    predicted_instructions: float | None = None
+    cycles: float | None = None
+    stalls: dict = field(default_factory=dict)
+    seconds: float = 0.0
+    error_text: str | None = None
+
+    @property
+    def error(self) -> float | None:
+        if self.predicted is None or not self.measured:
+            return None
+        return self.predicted / self.measured - 1.0
+
+    @property
+    def off_2x(self) -> bool:
+        e = self.error
+        return e is not None and (e + 1.0 > 2.0 or e + 1.0 < 0.5)
+
+
+def _read(name: str) -> list[dict]:
+    with open(MEASURED / name, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def _every(rows: list, k: int) -> list:
+    """Every k-th row, always keeping the last (the steady end of a sweep)."""
+    if k <= 1 or len(rows) <= 2:
+        return rows
+    out = rows[::k]
+    if rows[-1] is not out[-1]:
+        out.append(rows[-1])
+    return out
+
+
+def stream_points(gpus, quick):
+    blocks = STREAM_BLOCKS_QUICK if quick else STREAM_BLOCKS_FULL
+    kernels = ("read", "triad") if quick else tuple(STREAM_KERNELS)
+    pts = []
+    for r in _read("stream_bandwidth.csv"):
+        if r["gpu"] in gpus and int(r["block_size"]) in blocks and r["kernel"] in kernels:
+            if quick and r["gpu"] != "a100_40":
+                continue
+            pts.append(Point("stream", r["gpu"], f"{r['kernel']} bs={r['block_size']}",
+                             {"kernel": r["kernel"], "block": int(r["block_size"])}, float(r["GBps"]), "GB/s"))
+    return pts
+
+
+def cache_points(gpus, quick):
+    pts = []
+    for g in gpus:
+        rows = [r for r in _read("cache_bandwidth.csv") if r["gpu"] == g]
+        if not rows:
+            continue
+        if quick:
+            if g != "h100_pcie":
+                continue
+            rows = [r for r in rows if int(r["data_set_kB"]) in (16, 4044)]
+        else:
+            rows = _every(rows, 4)
+        for r in rows:
+            pts.append(Point("cache", g, f"{r['data_set_kB']} kB", {"kB": int(r["data_set_kB"])},
+                             float(r["GBps"]), "GB/s"))
+    return pts
+
+
+def l2_points(gpus, quick):
+    pts = []
+    for g in gpus:
+        rows = [r for r in _read("l2_cache_bandwidth.csv") if r["gpu"] == g]
+        if not rows:
+            continue
+        if quick:
+            if g != "a100_80":
+                continue
+            rows = [r for r in rows if int(r["total_data_kB"]) in (4096,)]
+        else:
+            rows = _every(rows, 8)
+        for r in rows:
+            pts.append(Point("l2", g, f"{r['total_data_kB']} kB (slice {r['block_data_kB']} kB)",
+                             {"slice_kB": int(r["block_data_kB"]), "total_kB": int(r["total_data_kB"])},
+                             float(r["GBps"]), "GB/s"))
+    return pts
+
+
+def latency_points(gpus, quick):
+    pts = []
+    for g in gpus:
+        rows = [r for r in _read("pointer_chase_latency.csv") if r["gpu"] == g
+                and int(r["data_set_kB"]) <= LAT_MAX_KB]
+        if not rows:
+            continue
+        if quick:
+            if g != "a100_40":
+                continue
+            rows = [r for r in rows if int(r["data_set_kB"]) in (30, 2016, 125026)]
+        else:
+            rows = _every(rows, 6)
+        for r in rows:
+            pts.append(Point("latency", g, f"{r['data_set_kB']} kB", {"kB": int(r["data_set_kB"])},
+                             float(r["cycles_per_load"]), "cyc/load"))
+    return pts
+
+
+def polybench_points(gpus, quick):
+    if "gv100" not in gpus:
+        return []
+    pts = []
+    for r in _read("gv100_polybench_ncu.csv"):
+        app, kid = r["app"], int(r["Kernel ID"])
+        if quick and not (app, kid) in (("3DConvolution", 0), ("gramschmidt", 1), ("bicg", 0)):
+            continue
+        pts.append(Point("polybench", "gv100", f"{app}#{kid}", {"app": app, "id": kid},
+                         float(r["GPU active cycles"]), "cycles",
+                         measured_instructions=float(r["Warp instructions executed"])))
+    return pts
+
+
+BUILDERS = {"stream": stream_points, "cache": cache_points, "l2": l2_points, "latency": latency_points,
+            "polybench": polybench_points}
+
+
+# ---------------------------------------------------------------------------------------------
+# tracing (cached) and timing
+
+def cubin(kind: str, arch: str) -> Path:
+    return KERNELS / f"{kind}.{arch}.cubin"
+
+
+_programs: dict = {}
+
+
+def program(kind: str, arch: str, kernel: str):
+    from teg.emu import load_kernel
+    key = (kind, arch, kernel)
+    if key not in _programs:
+        _programs[key] = load_kernel(cubin(kind, arch), kernel)
+    return _programs[key]
+
+
+def trace(kind: str, arch: str, kernel: str, grid, block, args: list, tag: str, use_cache: bool = True):
+    """The emulated KernelTrace of one launch (cached as a native .npz under CACHE)."""
+    from teg import trace as tt
+    from teg.emu import emulate
+    cb = cubin(kind, arch)
+    h = hashlib.sha1(cb.read_bytes()).hexdigest()[:10]
+    path = CACHE / f"{kind}.{arch}.{kernel}.{tag}.{h}.npz"
+    prog, image = program(kind, arch, kernel)
+    if use_cache and path.exists():
+        try:
+            return prog, tt.load(path).kernels[0]
+        except Exception:       # a stale or partial file: regenerate
+            pass
+    res = emulate(prog, image, grid, block, args, max_rows=200_000_000)
+    kt = res.kernel_trace
+    # large traces (the cache/l2 families: hundreds of MB of addresses) cost more to write and read
+    # back than to re-emulate: only small ones are kept
+    if use_cache and kt.addresses.nbytes + kt.num_rows * 64 <= CACHE_MAX_BYTES:
+        CACHE.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".tmp{os.getpid()}.npz")
+        tt.save(res.trace, tmp)
+        os.replace(tmp, path)
+    return prog, kt
+
+
+def engine(prog, kt, m, record_timeline=False, **opts):
+    from teg.engine import Options, lower, run
+    return run(lower(prog, kt, m, Options(sms=m.num_sms, record_timeline=record_timeline, **opts)))
+
+
+def _stalls(res) -> dict:
+    tot = res.cycles or 1
+    top = sorted(((v, k) for k, v in res.stalls.items() if v), reverse=True)[:4]
+    return {k: v / tot for v, k in top}
+
+
+def predict_stream(p: Point):
+    table, arch = GPUS[p.gpu]
+    m = machine(table)
+    kname, streams = STREAM_KERNELS[p.params["kernel"]]
+    bs = p.params["block"]
+    runs = []
+    for w in STREAM_WAVES:
+        grid = w * 2 * m.num_sms
+        n = grid * bs
+        args = ["A=zeros:float64:%d" % n]
+        if kname != "stream_init":
+            args.append("B=rand:float64:%d" % n)
+        if kname == "stream_triad":
+            args.append("C=rand:float64:%d" % n)
+        args.append(f"n=int64:{n}")
+        prog, kt = trace("stream", arch, kname, grid, bs, args, f"g{grid}b{bs}")
+        res = engine(prog, kt, m, blocks_per_sm=2)
+        runs.append((n, res))
+    (n1, r1), (n2, r2) = runs
+    cyc = r2.cycles - r1.cycles
+    p.cycles = r2.cycles
+    p.stalls = _stalls(r2)
+    return streams * 8 * (n2 - n1) / (cyc / (m.clock_mhz * 1e6)) / 1e9
+
+
+def predict_cache(p: Point):
+    table, arch = GPUS[p.gpu]
+    m = machine(table)
+    kb = p.params["kB"]                      # 1 kB = 256 floats = one load per thread per sweep
+    blocks = m.num_sms * (m.limits.max_threads // 256)
+    runs = []
+    for loads in CACHE_LOADS:
+        per_sweep = min(kb, loads)
+        sweeps = max(1, loads // kb)
+        args = [f"B=rand:float32:{kb * 256}", "out=zeros:float32:256", f"per_sweep={per_sweep}", f"sweeps={sweeps}"]
+        prog, kt = trace("cache", arch, "cache_sum", blocks, 256, args, f"g{blocks}k{kb}l{per_sweep}x{sweeps}")
+        res = engine(prog, kt, m)
+        runs.append((blocks * 256 * 4 * per_sweep * sweeps, res))
+    (b1, r1), (b2, r2) = runs
+    p.cycles = r2.cycles
+    p.stalls = _stalls(r2)
+    return (b2 - b1) / ((r2.cycles - r1.cycles) / (m.clock_mhz * 1e6)) / 1e9
+
+
+def predict_l2(p: Point):
+    table, arch = GPUS[p.gpu]
+    m = machine(table)
+    slice_b = p.params["slice_kB"] * 1024
+    per_thread = slice_b // (1024 * 8)
+    slices = max(1, p.params["total_kB"] * 1024 // slice_b)
+    resident = max(1, m.limits.max_threads // 1024)
+    runs = []
+    for w in L2_WAVES:
+        grid = w * resident * m.num_sms
+        used = min(slices, grid)             # slices beyond the grid are never touched
+        args = [f"B=rand:float32:{used * slice_b // 4}", "out=zeros:float32:1024", f"slices={slices}",
+                f"per_thread={per_thread}"]
+        # the buffer holds only the touched slices: block b reads slice b mod slices < grid
+        args[0] = f"B=rand:float32:{used * slice_b // 4}"
+        prog, kt = trace("l2cache", arch, "l2_sum", grid, 1024, args, f"g{grid}s{slices}p{per_thread}")
+        res = engine(prog, kt, m)
+        runs.append((grid * slice_b, res))
+    (b1, r1), (b2, r2) = runs
+    p.cycles = r2.cycles
+    p.stalls = _stalls(r2)
+    return (b2 - b1) / ((r2.cycles - r1.cycles) / (m.clock_mhz * 1e6)) / 1e9
+
+
+DEVICE_BASE = 0x7F0000000000
+
+
+def chase_buffer(kb: int, warm: int, timed: int, seed: int = 1) -> np.ndarray:
+    """int64 buffer of kb kB whose elements 64 B apart form one random cyclic chain of device
+    addresses starting at element 0 (a random subset of the elements when the chain visited is
+    shorter than the set: statistically the same walk)."""
+    n_el = max(2, kb * 1024 // 64)
+    rng = np.random.default_rng(seed)
+    need = warm + timed + 1
+    if n_el <= need or n_el <= LAT_WARM_CAP:
+        order = rng.permutation(n_el - 1) + 1
+    else:
+        order = rng.choice(np.arange(1, n_el), size=need, replace=False)
+    order = np.concatenate([[0], order])
+    buf = np.zeros(n_el * 8, np.int64)
+    nxt = np.roll(order, -1)
+    buf[order * 8] = DEVICE_BASE + nxt * 64
+    return buf
+
+
+def predict_latency(p: Point):
+    table, arch = GPUS[p.gpu]
+    m = machine(table)
+    kb = p.params["kB"]
+    n_el = max(2, kb * 1024 // 64)
+    warm = n_el if n_el <= LAT_WARM_CAP else 0
+    buf_path = CACHE / f"chase_{kb}_{warm}_{LAT_TIMED}.npy"
+    CACHE.mkdir(parents=True, exist_ok=True)
+    if not buf_path.exists():
+        np.save(buf_path, chase_buffer(kb, warm, LAT_TIMED))
+    # one thread: the benchmark's 64 threads chase the same chain, so each warp-load is one sector
+    args = [str(buf_path), "out=zeros:int64:2", f"warm={warm}", f"timed={LAT_TIMED}"]
+    prog, kt = trace("latency", arch, "chase", 1, 1, args, f"k{kb}w{warm}t{LAT_TIMED}")
+    res = engine(prog, kt, m, record_timeline=True)
+    tl = res.timeline
+    assert tl is not None and len(tl) == kt.num_rows, "timeline rows != trace rows"
+    clock_pcs = {ins.address for ins in prog.instructions if "SR_CLOCKLO" in ins.text}
+    rows = np.nonzero(np.isin(kt.pc, list(clock_pcs)))[0]
+    assert len(rows) >= 2, "clock reads not found in the trace"
+    p.cycles = res.cycles
+    p.stalls = _stalls(res)
+    return (tl[rows[-1]] - tl[rows[0]]) / LAT_TIMED
+
+
+def _extrapolate(x1, c1, x2, c2, x):
+    return c2 + (c2 - c1) * (x - x2) / (x2 - x1)
+
+
+def predict_polybench(p: Point):
+    table, arch = GPUS[p.gpu]
+    m = machine(table)
+    app, kid = p.params["app"], p.params["id"]
+
+    def one(kernel, grid, block, args, tag):
+        prog, kt = trace("polybench", arch, kernel, grid, block, args, tag)
+        return engine(prog, kt, m)
+
+    def lin(kernel, grid, block, mkargs, short, full, tagf):
+        (r1, r2) = [one(kernel, grid, block, mkargs(s), tagf(s)) for s in short]
+        cyc = _extrapolate(short[0], r1.cycles, short[1], r2.cycles, full)
+        ins = _extrapolate(short[0], r1.instructions, short[1], r2.instructions, full)
+        p.stalls = _stalls(r2)
+        return cyc, ins
+
+    if app == "3mm":                         # NI = NJ = NK = 512 (all three launches the same shape)
+        n = 512
+        cyc, ins = lin("mm3_kernel", (n // 32, n // 8), (32, 8),
+                       lambda k: [f"A=rand:float32:{n * k}", f"B=rand:float32:{k * n}", f"C=zeros:float32:{n * n}",
+                                  f"ni={n}", f"nj={n}", f"nk={k}"], (16, 32), n, lambda k: f"k{k}")
+    elif app in ("bicg", "mvt"):             # NX = NY = N = 4096; loop length extrapolated
+        n = 4096
+        short = (256, 512)
+        if app == "bicg" and kid == 0:
+            mk = lambda s: [f"A=rand:float32:{s * n}", f"r=rand:float32:{s}", f"s=zeros:float32:{n}", f"nx={s}", f"ny={n}"]
+            kern = "bicg_s"
+        elif app == "bicg":
+            mk = lambda s: [f"A=rand:float32:{n * s}", f"p=rand:float32:{s}", f"q=zeros:float32:{n}", f"nx={n}", f"ny={s}"]
+            kern = "bicg_q"
+        else:                                # mvt: a is n x m (launch 0) or m x n (launch 1)
+            kern = "mvt_x1" if kid == 0 else "mvt_x2"
+            mk = lambda s: [f"a=rand:float32:{n * s}", f"x=zeros:float32:{n}", f"y=rand:float32:{s}",
+                            f"n={n}", f"m={s}"]
+        cyc, ins = lin(kern, n // 256, 256, mk, short, n, lambda s: f"s{s}")
+    elif app == "gramschmidt":               # M = N = 2048, column k = 0
+        n = 2048
+        a = f"a=rand:float32:{n * n}"
+        if kid == 0:
+            r = one("gs_norm", 1, 256, [a, f"r=zeros:float32:{n * n}", f"m={n}", f"n={n}", "k=0"], "norm")
+        elif kid == 1:
+            r = one("gs_scale", n // 256, 256, [a, f"r=ones:float32:{n * n}", f"q=zeros:float32:{n * n}",
+                                                f"m={n}", f"n={n}", "k=0"], "scale")
+        else:
+            r = one("gs_update", n // 256, 256, [a, f"r=zeros:float32:{n * n}", f"q=rand:float32:{n * n}",
+                                                 f"m={n}", f"n={n}", "k=0"], "update")
+        cyc, ins = r.cycles, r.instructions
+        p.stalls = _stalls(r)
+    elif app == "3DConvolution":             # NI = NJ = NK = 256, plane i = 1 + kernel id
+        n = 256
+        r = one("conv3d", (n // 32, n // 8), (32, 8), [f"A=rand:float32:{n ** 3}", f"B=zeros:float32:{n ** 3}",
+                                                      f"ni={n}", f"nj={n}", f"nk={n}", f"i={kid + 1}"], f"i{kid + 1}")
+        cyc, ins = r.cycles, r.instructions
+        p.stalls = _stalls(r)
+    else:
+        raise ValueError(app)
+    p.cycles = cyc
+    p.predicted_instructions = ins
+    return cyc
+
+
+PREDICT = {"stream": predict_stream, "cache": predict_cache, "l2": predict_l2, "latency": predict_latency,
+           "polybench": predict_polybench}
+
+
+def evaluate(p: Point) -> Point:
+    t = time.perf_counter()
+    try:
+        p.predicted = float(PREDICT[p.family](p))
+    except Exception as e:      # reported per point, never silently dropped
+        p.error_text = f"{type(e).__name__}: {e}"
+    p.seconds = time.perf_counter() - t
+    return p
+
+
+# ---------------------------------------------------------------------------------------------
+# reporting
+
+def summarize(points: list[Point]) -> dict[str, dict]:
+    """Per family: n, median and mean |error|, worst point, share off by more than 2x."""
+    out = {}
+    for fam in FAMILIES:
+        ps = [p for p in points if p.family == fam and p.error is not None]
+        if not ps:
+            continue
+        errs = [abs(p.error) for p in ps]
+        worst = max(ps, key=lambda p: abs(p.error))
+        out[fam] = {"n": len(ps), "median_abs": statistics.median(errs), "mean_abs": statistics.fmean(errs),
+                    "worst": worst, "off_2x": sum(p.off_2x for p in ps) / len(ps),
+                    "failed": sum(1 for p in points if p.family == fam and p.error is None)}
+    return out
+
+
+def print_points(points: list[Point], out=sys.stdout):
+    print(f"{'family':9} {'gpu':9} {'point':34} {'measured':>10} {'predicted':>10} {'unit':8} {'error':>8}  top stalls",
+          file=out)
+    for p in points:
+        if p.error is None:
+            print(f"{p.family:9} {p.gpu:9} {p.label:34} {p.measured:10.1f} {'-':>10} {p.unit:8} {'FAILED':>8}  {p.error_text}",
+                  file=out)
+            continue
+        st = ", ".join(f"{k} {v:.0%}" for k, v in p.stalls.items())
+        extra = ""
+        if p.measured_instructions and p.predicted_instructions:
+            extra = f"  [instr {p.predicted_instructions:.0f} vs {p.measured_instructions:.0f}: " \
+                    f"{pct(p.predicted_instructions / p.measured_instructions - 1)}]"
+        print(f"{p.family:9} {p.gpu:9} {p.label:34} {p.measured:10.1f} {p.predicted:10.1f} {p.unit:8} "
+              f"{pct(p.error):>8}  {st}{extra}", file=out)
+
+
+def print_summary(summary: dict, out=sys.stdout):
+    print(f"\n{'family':9} {'n':>4} {'median|err|':>12} {'mean|err|':>10} {'>2x':>6}  worst", file=out)
+    for fam, s in summary.items():
+        w = s["worst"]
+        fail = f"  ({s['failed']} failed)" if s["failed"] else ""
+        print(f"{fam:9} {s['n']:4d} {s['median_abs'] * 100:11.1f}% {s['mean_abs'] * 100:9.1f}% "
+              f"{s['off_2x'] * 100:5.0f}%  {w.gpu} {w.label}: {w.measured:.1f} vs {w.predicted:.1f} "
+              f"({pct(w.error)}){fail}", file=out)
+
+
+def write_csv(points: list[Point], path: str):
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["family", "gpu", "point", "unit", "measured", "predicted", "error", "predicted_cycles",
+                    "measured_instructions", "predicted_instructions", "seconds", "top_stalls", "failure"])
+        for p in points:
+            w.writerow([p.family, p.gpu, p.label, p.unit, p.measured, p.predicted,
+                        "" if p.error is None else f"{p.error:.4f}", p.cycles, p.measured_instructions,
+                        p.predicted_instructions, f"{p.seconds:.2f}",
+                        ";".join(f"{k}={v:.3f}" for k, v in p.stalls.items()), p.error_text or ""])
+
+
+def select(families, gpus, quick) -> list[Point]:
+    pts = []
+    for fam in families:
+        pts += BUILDERS[fam](gpus, quick)
+    return pts
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--family", default=",".join(FAMILIES), help="comma list of " + ", ".join(FAMILIES))
+    ap.add_argument("--gpu", default=",".join(GPUS), help="comma list of " + ", ".join(GPUS))
+    ap.add_argument("--quick", action="store_true", help="a small representative subset of points")
+    ap.add_argument("--jobs", type=int, default=1, help="worker processes over points")
+    ap.add_argument("--csv", help="write every point to this CSV file")
+    a = ap.parse_args(argv)
+    fams = [f for f in a.family.split(",") if f]
+    gpus = [g for g in a.gpu.split(",") if g]
+    bad = [f for f in fams if f not in FAMILIES] + [g for g in gpus if g not in GPUS]
+    if bad:
+        ap.error(f"unknown family/gpu: {', '.join(bad)}")
+    pts = select(fams, gpus, a.quick)
+    t0 = time.perf_counter()
+    if a.jobs > 1 and len(pts) > 1:
+        import multiprocessing as mp
+        # the heaviest points first, so the pool's tail is short
+        with mp.get_context("fork").Pool(a.jobs) as pool:
+            done = pool.map(evaluate, pts, chunksize=1)
+    else:
+        done = [evaluate(p) for p in pts]
+    print_points(done)
+    print_summary(summarize(done))
+    print(f"\n{len(done)} points in {time.perf_counter() - t0:.0f} s "
+          f"({'quick' if a.quick else 'sampled'} set, jobs={a.jobs})")
+    if a.csv:
+        write_csv(done, a.csv)
+    return 0 if all(p.error is not None for p in done) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
