@@ -74,14 +74,18 @@ def test_two_sms_contend_for_one_l2_slice():
     """Two SMs each read 4 sectors of their own line, both lines in slice 0 of one slice serving
     32 B/clk (1 cycle per sector), L2 hits (perfect L2). SM 0's sectors are served at cycles 0-3,
     SM 1's wait behind them at 4-7: its load completes at 7 + 100 = 107, its consumer issues then
-    and the kernel ends at 108. L2 queueing is charged 6 cycles: 100-102 (SM 0's own sectors
-    queue behind each other in the slice: its load is complete at 100 without the queue) and
-    104-106 (SM 1's last three cycles of waiting)."""
+    and the kernel ends at 108. Each SM's 108 cycles get one cause each: SM 0 issues at 0 and 103,
+    waits 1-99 for its load (dep_global: complete at 100 without any queue), 100-102 for its own
+    sectors queued behind each other in the slice (l2_queue), and idles 104-107 (no_warp); SM 1
+    issues at 0 and 107, waits 1-99 (dep_global) and 100-106 (l2_queue). The run's breakdown is
+    the average SM's: those SM-cycles halved."""
     r = run(one_load_per_sm(2, [[0, 32, 64, 96], [256, 288, 320, 352]], l2=L2, l2_slices=1,
                             l2_slice_bytes_per_clk=32.0, switches={"l2_misses": False}))
     assert r.cycles == 108
     assert r.sm_cycles.tolist() == [104, 108]
-    assert r.stalls["l2_queue"] == 6
+    assert {k: v for k, v in r.meta["sm_cycle_stalls"].items() if v} == {
+        "issue": 4, "dep_global": 198, "l2_queue": 10, "no_warp": 4}
+    assert r.stalls["l2_queue"] == 5 and r.stalls["dep_global"] == 99 and sum(r.stalls.values()) == r.cycles
     # two slices, lines interleaved across them: no contention, both done at 3 + 100 + 1
     r2 = run(one_load_per_sm(2, [[0, 32, 64, 96], [128, 160, 192, 224]], l2=L2, l2_slices=2,
                              l2_slice_bytes_per_clk=32.0, switches={"l2_misses": False}))

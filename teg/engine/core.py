@@ -183,6 +183,21 @@ def _heap_replace_top(heap, p, n, value):
 
 
 @njit(cache=True)
+def _charge(stall_out, c1, c2, a, b, split):
+    """Charge the cycles ``[a, b)`` of one SM: those before ``ceil(split)`` (clamped into the
+    range) to ``c1``, the rest to ``c2`` (a producer's dependency class, then the mechanism that
+    delayed it past its conflict- and queue-free time)."""
+    if b > a:
+        sp = math.ceil(split)
+        if sp < a:
+            sp = a
+        if sp > b:
+            sp = b
+        stall_out[c1] += np.int64(sp - a)
+        stall_out[c2] += np.int64(b - sp)
+
+
+@njit(cache=True)
 def _pow2_at_least(n):
     """The smallest power of two >= ``n`` (at least 1)."""
     p = 1
@@ -552,9 +567,12 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
     age = np.zeros(1, np.int64)   # launch order of warps (GTO's "oldest"); an array so closures can count
     finished = 0
     kend = 0.0
-    kend_b = 0.0
-    kend_c1 = NO_WARP
-    kend_c2 = NO_WARP
+    # stall accounting per SM (each SM's cycles get one cause each; the run's breakdown sums them):
+    # the first cycle of the SM not yet charged, and the SM's latest result (done, base, causes)
+    sm_t = np.zeros(n_sms, np.float64)
+    sm_kf = np.zeros((n_sms, 2), np.float64)
+    sm_kc = np.full((n_sms, 2), NO_WARP, np.int64)
+    sm_iss = False
     status = 0
 
     def compute_tdep(slot):
@@ -791,7 +809,6 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
 
     while finished < C:
         counters[C_STEPS] += 1
-        issued = False
         # the schedulers whose wake-up has come, in index order: within an SM one after the other,
         # then the next SM the min-tree names (an SM's tree entry is refreshed when it is left)
         g = -1
@@ -800,13 +817,28 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                 g += 1
             else:
                 if g >= 0:
-                    sm_wake(g_sm[g])
-                    nsm = _tree_first_le(tree, leaves, g_sm[g] + 1, t)
+                    # leaving the SM: an issue cycle, or cycle t is charged at its next visit
+                    lsm = _nonneg(g_sm[g])
+                    if sm_iss:
+                        stall_out[ISSUE] += 1
+                        sm_t[lsm] = t + 1.0
+                    else:
+                        sm_t[lsm] = t
+                    sm_wake(lsm)
+                    nsm = _tree_first_le(tree, leaves, lsm + 1, t)
                 else:
                     nsm = _tree_first_le(tree, leaves, 0, t)
                 if nsm < 0:
                     break
+                # entering the SM: its skipped cycles go to the binding cause of its scheduler
+                # that woke first (first in index order on ties)
                 g = nsm * S
+                gm = g
+                for k in range(g + 1, g + S):
+                    if scf[k, SCF_NEXT] < scf[gm, SCF_NEXT]:
+                        gm = k
+                _charge(stall_out, sci[gm, SCI_C1], sci[gm, SCI_C2], sm_t[nsm], t, scf[gm, SCF_SPLIT])
+                sm_iss = False
             g = _nonneg(g)
             if scf[g, SCF_NEXT] > t:
                 continue
@@ -949,7 +981,7 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
 
             # ------------------------------------------------------------ issue `best` at t
             slot = _nonneg(best)
-            issued = True
+            sm_iss = True
             scf[g, SCF_NEXT] = INF     # recomputed below; releases/launches during the issue may lower it
             sci[g, SCI_RR] = best_k
             if slot != sci[g, SCI_GREEDY]:
@@ -1183,9 +1215,11 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                 blk_done[blk] = done
             if done > kend:
                 kend = done
-                kend_b = base
-                kend_c1 = c1
-                kend_c2 = c2
+            if done > sm_kf[sm, 0]:
+                sm_kf[sm, 0] = done
+                sm_kf[sm, 1] = base
+                sm_kc[sm, 0] = c1
+                sm_kc[sm, 1] = c2
             if done > sm_end[sm, 0]:
                 sm_end[sm, 0] = done
             if t + 1.0 > sm_end[sm, 0]:
@@ -1279,48 +1313,36 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
 
         if finished >= C:
             break
-        # ---- jump to the next cycle at which something may issue; charge the skipped cycles
-        # (the first scheduler, in index order, with the earliest wake-up)
+        # ---- jump to the next cycle at which something may issue (each SM charges the cycles it
+        # skipped when it is visited next)
         nmin = tree[1]
         if nmin >= INF:
             status = 1
             break
-        gi = _tree_first_le(tree, leaves, 0, nmin) * S
-        while scf[gi, SCF_NEXT] > nmin:
-            gi += 1
-        gi = _nonneg(gi)
         tn = math.ceil(nmin)
         if tn < t + 1.0:
             tn = t + 1.0
-        a = t
-        if issued:
-            stall_out[ISSUE] += 1
-            a = t + 1.0
-        if tn > a:                      # skipped cycles: charge them (none when the next cycle follows)
-            sp = math.ceil(scf[gi, SCF_SPLIT])
-            if sp < a:
-                sp = a
-            if sp > tn:
-                sp = tn
-            stall_out[_nonneg(sci[gi, SCI_C1])] += np.int64(sp - a)
-            stall_out[_nonneg(sci[gi, SCI_C2])] += np.int64(tn - sp)
         t = tn
 
     if status != 0:
         return status, np.int64(t)
-    # ---- tail: the last issue cycle, then waiting for the last results (kernel end)
-    stall_out[ISSUE] += 1
+    # ---- tail: the kernel ends at its last issue cycle or when its last result is back; each
+    # SM's cycles after its last visit go to its latest result's causes while that is pending,
+    # then to no_warp (the SM is idle: no block left for it)
     total = t + 1.0
     ke = math.ceil(kend)
     if ke > total:
-        sp = math.ceil(kend_b)
-        if sp < total:
-            sp = total
-        if sp > ke:
-            sp = ke
-        stall_out[kend_c1] += np.int64(sp - total)
-        stall_out[kend_c2] += np.int64(ke - sp)
         total = ke
+    for sm in range(n_sms):
+        a = sm_t[sm]
+        e = math.ceil(sm_kf[sm, 0])
+        if e > total:
+            e = total
+        if e > a:
+            _charge(stall_out, sm_kc[sm, 0], sm_kc[sm, 1], a, e, sm_kf[sm, 1])
+            a = e
+        if total > a:
+            stall_out[NO_WARP] += np.int64(total - a)
     for sm in range(n_sms):
         sm_end[sm, 0] = math.ceil(sm_end[sm, 0])
     return 0, np.int64(total)

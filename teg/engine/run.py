@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from teg import TegError
-from teg.engine.codes import COUNTER_NAMES, NUM_CAUSES
+from teg.engine.codes import CAUSE_NAMES, COUNTER_NAMES, NUM_CAUSES
 from teg.engine.core import X_DST, X_NWAW, X_SRC, simulate
 from teg.engine.input import I_RECORD_ORDER, I_SMS, I_TIMELINE, EngineInput
 from teg.engine.result import Result, make_result
@@ -54,9 +54,26 @@ def run(inp: EngineInput) -> Result:
                           f"source or {X_NWAW - X_DST} destination registers")
     meta = dict(inp.meta)
     meta["sm_blocks"] = sm_end[:, 1].astype(np.int64).tolist()
+    n_sms = int(inp.ipar[I_SMS])
+    if n_sms > 1:
+        # every SM's cycles are charged: the breakdown of the average SM is reported
+        meta["sm_cycle_stalls"] = {name: int(stall[i]) for i, name in enumerate(CAUSE_NAMES)}
+        stall = average_breakdown(stall, n_sms)
     return make_result(cycles, stall, counters, pc_count, pc_wait.astype(np.int64), sm_end[:, 0],
                        timeline.astype(np.int64) if record else None, meta,
                        order_out if order_out.shape[0] else None)
+
+
+def average_breakdown(sm_cycles: np.ndarray, n_sms: int) -> np.ndarray:
+    """The stall breakdown of the average SM: SM-cycles by cause (their sum is ``n_sms`` times the
+    kernel's cycles) divided by ``n_sms``, rounded by largest remainder (ties: the lower cause
+    index) so that the causes still sum to the kernel's cycles."""
+    q, r = np.divmod(np.asarray(sm_cycles, np.int64), n_sms)
+    left = int(r.sum()) // n_sms
+    if left:
+        order = np.lexsort((np.arange(r.shape[0]), -r))
+        q[order[:left]] += 1
+    return q
 
 
 def _checked_order(inp: EngineInput) -> np.ndarray:
