@@ -12,12 +12,28 @@ apart. ``--alu-only`` times the same loop with the LDS and LDG replaced by FFMA 
 the ALU-bound figure the README quotes beside the main one.
 
     python benchmarks/engine_speed.py [--rows 10000000] [--warps 64] [--machine sm_90] [--repeat 3] [--alu-only]
+
+``--whole-gpu`` times the whole GPU instead: the same loop body in a grid of ``--blocks-per-sm``
+(default 8, one full wave at this kernel's occupancy) blocks of 8 warps for every SM of the machine
+table (``num_sms``), at least ``--rows`` warp instructions in all, written in the native trace
+format by a child process, then loaded (memory-mapped), lowered with
+``Options(sms=machine.num_sms)`` and run, each step timed apart; it prints warp instructions per
+second for the engine and end to end (load + lowering + best engine run) and the peak resident
+memory of the process that loaded, lowered and ran it (loading only maps the files: the lowering
+pages the trace in). About a minute at the default size on the shared
+2-core machine; ``--rows 2000000`` for a quick look.
+
+    python benchmarks/engine_speed.py --whole-gpu [--rows 10000000] [--blocks-per-sm 8] [--machine sm_90] [--repeat 3]
 """
 
 from __future__ import annotations
 
 import argparse
+import resource
+import shutil
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -87,7 +103,13 @@ def main() -> None:
     ap.add_argument("--machine", default="sm_90")
     ap.add_argument("--repeat", type=int, default=3, help="engine runs to time (best and median reported)")
     ap.add_argument("--alu-only", action="store_true", help="the loop body with its LDS and LDG replaced by FFMA")
+    ap.add_argument("--whole-gpu", action="store_true",
+                    help="a full-GPU grid on every SM of the machine (load, lowering and engine timed apart)")
+    ap.add_argument("--blocks-per-sm", type=int, default=8, help="--whole-gpu: blocks of 8 warps per SM in the grid")
     args = ap.parse_args()
+    if args.whole_gpu:
+        whole_gpu(args)
+        return
 
     from teg.engine import Options, lower, make_input, run
     from teg.machine import load
@@ -121,6 +143,83 @@ def main() -> None:
     print(f"speed: best {n / min(cpus) / 1e6:.2f}, median {n / float(np.median(cpus)) / 1e6:.2f} million "
           f"simulated warp instructions per CPU second (one core); best {n / min(walls) / 1e6:.2f} per "
           "wall second")
+
+
+def _write_trace(path: str, rows: int, warps: int, body: list[str]) -> None:
+    """(Child process) build the synthetic trace and save it in the native format at ``path``."""
+    from teg.trace import Trace, save
+
+    kt, _ = synthetic_trace(rows, warps, body)
+    save(Trace(kernels=[kt], source="benchmarks/engine_speed.py"), path)
+
+
+def whole_gpu(args) -> None:
+    """The ``--whole-gpu`` case (see the module docstring)."""
+    import multiprocessing
+
+    from teg.engine import Options, lower, run
+    from teg.machine import load
+    from teg.trace import load as load_trace
+
+    machine = load(args.machine)
+    sms = machine.num_sms
+    warps = sms * args.blocks_per_sm * 8
+    rows = -(-args.rows // warps) * warps             # at least --rows, the same count per warp
+    body = ALU_BODY if args.alu_only else BODY
+    options = Options(sms=sms)
+
+    tmp = Path(tempfile.mkdtemp(prefix="teg-engine-speed-"))
+    try:
+        # JIT compile/load of the lowering and engine code: a small whole-GPU run first, its trace
+        # saved and memory-mapped as the big one will be (read-only arrays are their own numba types)
+        t0 = time.perf_counter()
+        _write_trace(str(tmp / "small"), sms * 8 * 32, sms * 8, body)
+        run(lower(None, load_trace(tmp / "small").kernels[0], machine, options))
+        t_jit = time.perf_counter() - t0
+        path = tmp / "trace"
+        t0 = time.perf_counter()
+        child = multiprocessing.get_context("spawn").Process(target=_write_trace, args=(str(path), rows, warps, body))
+        child.start()
+        child.join()
+        if child.exitcode != 0:
+            raise SystemExit(f"writing the synthetic trace failed (exit status {child.exitcode})")
+        t_write = time.perf_counter() - t0
+        disk = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+        t0 = time.perf_counter()
+        kt = load_trace(path).kernels[0]
+        t_load = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        inp = lower(None, kt, machine, options)
+        t_lower = time.perf_counter() - t0
+        walls, cpus, cycles = [], [], set()
+        for _ in range(max(1, args.repeat)):
+            t0, c0 = time.perf_counter(), time.process_time()
+            res = run(inp)
+            walls.append(time.perf_counter() - t0)
+            cpus.append(time.process_time() - c0)
+            cycles.add(res.cycles)
+        assert len(cycles) == 1, f"repeats disagree: {sorted(cycles)}"
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024    # KiB on Linux
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    n = res.instructions
+    nmem = int(np.count_nonzero(np.asarray(kt.mem_width))) if n else 0
+    blocks = sms * args.blocks_per_sm
+    e2e = t_load + t_lower + min(walls)
+    print(f"whole GPU: {machine.name}, {sms} SMs, {blocks:,} blocks of 8 warps ({warps:,} warps), "
+          f"{n:,} warp instructions, {nmem:,} memory rows")
+    print(f"trace written in {t_write:.1f} s (child process), {disk / 2**20:.0f} MiB on disk")
+    print(f"JIT compile/load (first call, small whole-GPU run): {t_jit:.2f} s")
+    print(f"load (memory-mapped): {t_load:.2f} s")
+    print(f"lowering: {t_lower:.2f} s ({n / t_lower / 1e6:.1f} M rows/s, paging the memory-mapped trace in)")
+    print(f"engine run x{len(walls)}: " + ", ".join(f"{w:.2f}" for w in walls) + " s wall; "
+          + ", ".join(f"{c:.2f}" for c in cpus) + f" s CPU; {res.cycles:,} simulated cycles each")
+    print(f"speed: engine best {n / min(cpus) / 1e6:.2f}, median {n / float(np.median(cpus)) / 1e6:.2f} million "
+          f"simulated warp instructions per CPU second (best {n / min(walls) / 1e6:.2f} per wall second); "
+          f"end to end (load + lowering + best engine run, wall) {n / e2e / 1e6:.2f} million per second")
+    print(f"peak RSS (load, lowering, engine; the trace is built in a child process): {peak:.0f} MiB")
 
 
 if __name__ == "__main__":

@@ -116,7 +116,8 @@ def _async_roles(opcodes) -> np.ndarray:
 
 def _static_from_trace(kt) -> tuple[dict, np.ndarray]:
     """One pseudo-static instruction per distinct PC (registers and opcode of its first row)."""
-    pcs, first, inv = np.unique(np.asarray(kt.pc, np.int64), return_index=True, return_inverse=True)
+    from teg.trace.join import distinct_pcs
+    pcs, first, inv = distinct_pcs(kt.pc)
     n = pcs.shape[0]
     opcodes = [kt.opcodes[int(o)] for o in np.asarray(kt.opcode)[first]]
     zeros = np.zeros(n, np.int32)
@@ -128,7 +129,7 @@ def _static_from_trace(kt) -> tuple[dict, np.ndarray]:
              "depbar": np.array([0 if op.split(".")[0] == "DEPBAR" else -1 for op in opcodes], np.int32),
              "async": _async_roles(opcodes),
              "barrier_waits": np.array(["ARV" not in op.split(".")[1:] for op in opcodes], bool)},
-            inv.astype(np.int32))
+            inv)
 
 
 def _pad(a: np.ndarray, width: int) -> np.ndarray:
@@ -142,6 +143,11 @@ def _pad(a: np.ndarray, width: int) -> np.ndarray:
     if w:
         out[:, :w] = a[:, :w]
     return out
+
+
+def _used(sidx: np.ndarray, n: int) -> np.ndarray:
+    """The static instructions (of ``n``) that some row executes, as a boolean mask."""
+    return np.bincount(sidx, minlength=n) > 0 if sidx.shape[0] else np.zeros(n, bool)
 
 
 def _straight_line(program) -> np.ndarray:
@@ -189,20 +195,19 @@ def classify_all(opcodes: list[str], machine: Machine, unknown: str = "error", w
 # ------------------------------------------------------------------------------------ dynamic side
 
 
-def _gather_csr(start: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """New CSR offsets and element indices for the subset/repetition ``rows`` of a CSR table."""
-    start = np.asarray(start, np.int64)
-    cnt = start[rows + 1] - start[rows]
-    new_start = np.zeros(rows.shape[0] + 1, np.int64)
-    np.cumsum(cnt, out=new_start[1:])
-    idx = np.repeat(start[rows] - new_start[:-1], cnt) + np.arange(new_start[-1], dtype=np.int64)
-    return new_start, idx
+def _gather_csr(start: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray | slice]:
+    """New CSR offsets and element indices for the subset/repetition ``rows`` of a CSR table (the
+    indices as a ``slice`` when ``rows`` is one consecutive run: indexing gives a view, no copy)."""
+    from teg.trace.csr import gather
+    return gather(start, rows)
 
 
 def _rows_of(warp_start: np.ndarray, warps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Concatenated row indices of ``warps`` and their per-warp lengths (the warps' rows are a CSR
     table over ``warp_start``)."""
     off, rows = _gather_csr(warp_start, warps)
+    if isinstance(rows, slice):
+        rows = np.arange(rows.start, rows.stop, dtype=np.int64)
     return rows, np.diff(off)
 
 
@@ -298,7 +303,7 @@ def lower(program, kernel_trace, machine: Machine, options: Options | None = Non
         st, sidx_trace = _static_from_trace(kt)
     S = len(st["opcodes"])
     infos = classify_all(st["opcodes"], machine, options.unknown, where=name)
-    has_ctrl = program is not None and bool(np.any(st["ctrl"][np.unique(sidx_trace) if kt is not None else path]))
+    has_ctrl = program is not None and bool(np.any(st["ctrl"][_used(sidx_trace, S) if kt is not None else path]))
     depmodel, note = resolve_dependency_model(options, machine, has_ctrl)
     if note:
         notes.append(note)
@@ -378,14 +383,13 @@ def lower(program, kernel_trace, machine: Machine, options: Options | None = Non
     N = r_sidx.shape[0]
 
     # 4. memory precomputation
-    mem_row = s_mem[r_sidx]
-    is_shared = mem_row == MEM_SHARED
-    is_global = mem_row == MEM_GLOBAL
-    r_wave = np.zeros(N, np.int64)
-    r_wave_min = np.zeros(N, np.int64)
+    is_shared = (s_mem == MEM_SHARED)[r_sidx]
+    is_global = (s_mem == MEM_GLOBAL)[r_sidx]
+    r_wave = np.zeros(N, np.int32)
+    r_wave_min = np.zeros(N, np.int32)
     sh = machine.shared
     if is_shared.any():
-        shared_wavefronts(addr_start, addresses.astype(np.uint64), mask, width, is_shared, sh.banks,
+        shared_wavefronts(addr_start, np.asarray(addresses, np.uint64), mask, width, is_shared, sh.banks,
                           sh.bank_bytes, sh.phase_lanes, machine.warp_size, r_wave, r_wave_min)
     gm = machine.memory
     if gm.coalescing == "cc13":

@@ -29,30 +29,41 @@ def _bits(channels: int) -> int:
 
 
 def channel_of(addr: np.ndarray, channels: int, interleave: int, hash_name: str = "linear") -> np.ndarray:
-    """Channel index (int32) of every byte address in ``addr`` (vectorized)."""
+    """Channel index (int32) of every byte address in ``addr`` (one jitted pass)."""
     a = np.asarray(addr, np.int64)
     if channels <= 1:
         return np.zeros(a.shape, np.int32)
-    g = (a // int(interleave)).astype(np.uint64)
-    ch = np.uint64(channels)
     if hash_name == "linear":
-        out = g % ch
+        mode, b, deg, poly = 0, 0, 0, 0
     elif hash_name == "xor":
-        b = np.uint64(_bits(channels))
-        out = (g ^ (g >> b) ^ (g >> (b * np.uint64(2)))) % ch
+        mode, b, deg, poly = 1, _bits(channels), 0, 0
     elif hash_name == "ipoly":
         deg = _bits(channels)
         if deg not in _IRREDUCIBLE:
             raise ValueError(f"ipoly hash supports up to 256 channels, got {channels}")
-        poly = np.uint64(_IRREDUCIBLE[deg])
-        rem = g.copy()
-        for bit in range(63, deg - 1, -1):
-            hit = (rem >> np.uint64(bit)) & np.uint64(1)
-            rem ^= hit * (poly << np.uint64(bit - deg))
-        out = rem % ch
+        mode, b, poly = 2, 0, _IRREDUCIBLE[deg]
     else:
         raise ValueError(f"unknown channel hash {hash_name!r} (linear, xor, ipoly)")
-    return out.astype(np.int32)
+    out = np.empty(a.shape, np.int32)
+    _channels(a.ravel(), np.int64(interleave), np.uint64(channels), mode, np.uint64(b), np.int64(deg),
+              np.uint64(poly), out.reshape(-1))
+    return out
+
+
+@njit(cache=True)
+def _channels(a, interleave, ch, mode, b, deg, poly, out):
+    """``g = addr // interleave`` (as uint64), then ``g mod ch`` (linear), ``(g ^ g >> b ^ g >> 2b)
+    mod ch`` (xor) or the GF(2) remainder of ``g`` modulo ``poly`` (degree ``deg``) ``mod ch`` (ipoly)."""
+    one = np.uint64(1)
+    for i in range(a.shape[0]):
+        g = np.uint64(a[i] // interleave)
+        if mode == 1:
+            g = g ^ (g >> b) ^ (g >> (b * np.uint64(2)))
+        elif mode == 2:
+            for bit in range(63, deg - 1, -1):
+                if (g >> np.uint64(bit)) & one:
+                    g ^= poly << np.uint64(bit - deg)
+        out[i] = np.int32(g % ch)
 
 
 @njit(cache=True)

@@ -1,16 +1,25 @@
-"""Shared-memory bank conflicts (TEG §3.3.3; nvidia_timing_facts.md §4.1).
+"""Shared-memory bank conflicts (TEG §3.3.3; docs/model.md §3 "Shared memory").
 
 Shared memory has ``banks`` banks of ``bank_bytes``; word ``a // bank_bytes`` lives in bank
 ``(a // bank_bytes) % banks``. The lanes of a warp are served in *phases*: a phase holds
 ``min(phase_lanes, banks * bank_bytes // width)`` consecutive lanes (16 lanes = a half-warp on
 GT200; on sm_70+ 32 lanes for 32-bit accesses, 16 for 64-bit, 8 for 128-bit, so that one phase moves
-at most one row of banks). Within a phase, lanes reading the same word share it (broadcast), and
-*n* distinct words in one bank take *n* wavefronts. So
+at most one row of banks). A lane's access covers ``ceil(width / bank_bytes)`` consecutive words.
+Within a phase, lanes reading the same word share it (broadcast), and *n* distinct words in one bank
+take *n* wavefronts. So
 
     wavefronts(access) = Σ_phases max_bank |{distinct words of the phase in that bank}|
 
-and the conflict-free minimum is the number of phases with an active lane. The conflict degree is
-``wavefronts - minimum``; the engine adds ``(wavefronts - 1) * wavefront_cycles`` to the latency.
+and the conflict-free minimum is the number of phases with an active lane (a phase with no active
+lane costs nothing). The conflict degree is ``wavefronts - minimum``; the engine adds
+``(wavefronts - 1) * wavefront_cycles`` to the latency.
+
+Sources for the wide-access phases: CUDA C Programming Guide v4.2, App. F.4.3.2 "Larger Than 32-Bit
+Access" (cc 2.x: 64-bit conflicts only within a half-warp, 128-bit within a quarter-warp); NVIDIA
+GTC 2019 S9593 (cuTENSOR) slides: 128-bit accesses in phases of threads 0-7, 8-15, …; NVIDIA
+Developer Forums t/77228: LDS.128 on cc 7.x needs 4 requests (128 B/cycle return). Not modelled:
+the cc 7.0-7.5 packing of pairwise-uniform *loads* (T(n) == T(n^1) or T(n^2)) from 4 to 2 requests
+reported in that thread. Hand-computed cases: tests/test_memory_shared_wide.py.
 """
 
 from __future__ import annotations
@@ -21,19 +30,99 @@ from numba import njit
 
 @njit(cache=True)
 def _phase_wavefronts(words, n, banks, counts):
-    """Max over banks of the number of distinct words among ``words[:n]`` (``counts`` is scratch
-    of length ``banks``)."""
-    ws = np.sort(words[:n])
-    counts[:] = 0
+    """Max over banks of the number of distinct words among ``words[:n]`` (sorted in place;
+    ``counts`` is scratch of length ``banks``, all zero on entry and on return)."""
+    # insertion sort in place (a phase's lanes are mostly in address order; no allocation)
+    for a in range(1, n):
+        v = words[a]
+        b = a - 1
+        while b >= 0 and words[b] > v:
+            words[b + 1] = words[b]
+            b -= 1
+        words[b + 1] = v
     best = 0
+    bm = banks - 1
+    pow2 = banks > 0 and banks & bm == 0      # bank by a mask (= % banks, also below zero)
     for i in range(n):
-        if i > 0 and ws[i] == ws[i - 1]:
+        if i > 0 and words[i] == words[i - 1]:
             continue
-        b = ws[i] % banks
+        b = words[i] & bm if pow2 else words[i] % banks
         counts[b] += 1
         if counts[b] > best:
             best = counts[b]
+    for i in range(n):
+        counts[words[i] & bm if pow2 else words[i] % banks] = 0
     return best
+
+
+@njit(cache=True)
+def _phase_cost(words, n, lo, hi, banks, counts):
+    """Wavefronts of one phase whose ``n`` words lie in ``lo … hi``: words within one row of
+    banks (``hi - lo < banks``: broadcasts, consecutive or permuted words) are in distinct banks
+    and take one; otherwise :func:`_phase_wavefronts` counts."""
+    if hi - lo < banks:
+        return 1
+    return _phase_wavefronts(words, n, banks, counts)
+
+
+@njit(cache=True)
+def _span(addresses, k, warp_size):
+    """Lowest and highest of ``addresses[k : k + warp_size]`` (as int64)."""
+    lo = np.int64(addresses[k])
+    hi = lo
+    if warp_size == 32:           # a constant trip count: unrolled and vectorized
+        for j in range(1, 32):
+            v = np.int64(addresses[k + j])
+            lo = min(lo, v)
+            hi = max(hi, v)
+    else:
+        for j in range(1, warp_size):
+            v = np.int64(addresses[k + j])
+            lo = min(lo, v)
+            hi = max(hi, v)
+    return lo, hi
+
+
+@njit(cache=True)
+def _row_wavefronts(m, k, kend, w, lpp, nwords_lane, addresses, warp_size, shift, bank_bytes, banks,
+                    words, counts):
+    """(wavefronts, phases) of one access: active lanes of mask ``m`` in order, their addresses
+    ``addresses[k:kend]`` (missing ones: the contiguous pattern ``lane * w``)."""
+    have_addr = kend > k
+    total = 0
+    phases = 0
+    n = 0
+    phase_end = -1            # first lane past the current phase
+    lo = np.int64(0)
+    hi = np.int64(0)
+    for lane in range(warp_size):
+        if (m >> np.uint64(lane)) & np.uint64(1) == 0:
+            continue
+        if lane >= phase_end:
+            if n > 0:
+                total += _phase_cost(words, n, lo, hi, banks, counts)
+                phases += 1
+            n = 0
+            phase_end = (lane // lpp + 1) * lpp
+        if have_addr and k < kend:
+            a = np.int64(addresses[k])
+            k += 1
+        else:
+            a = np.int64(lane) * w    # no addresses: the conflict-free contiguous pattern
+        base = a >> shift if shift >= 0 else a // bank_bytes
+        for q in range(nwords_lane):
+            if n < words.shape[0]:
+                v = base + q
+                words[n] = v
+                if n == 0 or v < lo:
+                    lo = v
+                if n == 0 or v > hi:
+                    hi = v
+                n += 1
+    if n > 0:
+        total += _phase_cost(words, n, lo, hi, banks, counts)
+        phases += 1
+    return total, phases
 
 
 @njit(cache=True)
@@ -45,6 +134,13 @@ def shared_wavefronts(addr_start, addresses, mask, width, is_shared, banks, bank
     row_bytes = banks * bank_bytes
     words = np.empty(4096, np.int64)
     counts = np.zeros(banks, np.int64)
+    # word index by a shift when bank_bytes is a power of two (it always is on real machines)
+    shift = -1
+    if bank_bytes > 0 and bank_bytes & (bank_bytes - 1) == 0:
+        shift = 0
+        while (1 << shift) < bank_bytes:
+            shift += 1
+    full = np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(64 - warp_size)
     for i in range(mask.shape[0]):
         if not is_shared[i]:
             continue
@@ -57,34 +153,17 @@ def shared_wavefronts(addr_start, addresses, mask, width, is_shared, banks, bank
         nwords_lane = (w + bank_bytes - 1) // bank_bytes
         k = addr_start[i]
         kend = addr_start[i + 1]
-        have_addr = kend > k
-        total = 0
-        phases = 0
-        n = 0
-        cur_phase = -1
         m = np.uint64(mask[i])
-        for lane in range(warp_size):
-            if (m >> np.uint64(lane)) & np.uint64(1) == 0:
+        if shift >= 0 and kend - k == warp_size and m == full:
+            # every lane active with its address (the common case): when all the warp's words lie
+            # within one row of banks, every phase (a chunk of lpp lanes) takes one wavefront
+            lo, hi = _span(addresses, k, warp_size)
+            if (hi >> shift) + nwords_lane - 1 - (lo >> shift) < banks:
+                nph = (warp_size + lpp - 1) // lpp
+                wave[i] = nph
+                wave_min[i] = nph
                 continue
-            ph = lane // lpp
-            if ph != cur_phase:
-                if n > 0:
-                    total += _phase_wavefronts(words, n, banks, counts)
-                    phases += 1
-                n = 0
-                cur_phase = ph
-            if have_addr and k < kend:
-                a = np.int64(addresses[k])
-                k += 1
-            else:
-                a = np.int64(lane) * w    # no addresses: the conflict-free contiguous pattern
-            base = a // bank_bytes
-            for q in range(nwords_lane):
-                if n < words.shape[0]:
-                    words[n] = base + q
-                    n += 1
-        if n > 0:
-            total += _phase_wavefronts(words, n, banks, counts)
-            phases += 1
+        total, phases = _row_wavefronts(m, k, kend, w, lpp, nwords_lane, addresses, warp_size, shift,
+                                        bank_bytes, banks, words, counts)
         wave[i] = total           # 0 / 0 when no lane is active (predicated off)
         wave_min[i] = phases
