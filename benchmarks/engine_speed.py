@@ -96,6 +96,22 @@ def synthetic_trace(rows_total: int, warps: int, body: list[str] = BODY):
         block_xyz=np.stack([np.arange(warps // 8), np.zeros(warps // 8), np.zeros(warps // 8)], 1).astype(np.int32)), nmem
 
 
+def timed_runs(inp, repeat: int):
+    """Run the engine ``repeat`` times (at least once) on one lowered input: the last result and
+    the wall and CPU seconds of each run; the runs must agree (the engine is deterministic)."""
+    from teg.engine import run
+
+    walls, cpus, cycles = [], [], set()
+    for _ in range(max(1, repeat)):
+        t0, c0 = time.perf_counter(), time.process_time()
+        res = run(inp)
+        walls.append(time.perf_counter() - t0)
+        cpus.append(time.process_time() - c0)
+        cycles.add(res.cycles)
+    assert len(cycles) == 1, f"repeats disagree: {sorted(cycles)}"
+    return res, walls, cpus
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=10_000_000)
@@ -125,14 +141,7 @@ def main() -> None:
     t0 = time.perf_counter()
     inp = lower(None, kt, machine, Options(warps=args.warps))
     t_lower = time.perf_counter() - t0
-    walls, cpus, cycles = [], [], set()
-    for _ in range(max(1, args.repeat)):
-        t0, c0 = time.perf_counter(), time.process_time()
-        res = run(inp)
-        walls.append(time.perf_counter() - t0)
-        cpus.append(time.process_time() - c0)
-        cycles.add(res.cycles)
-    assert len(cycles) == 1, f"repeats disagree: {sorted(cycles)}"
+    res, walls, cpus = timed_runs(inp, args.repeat)
     n = res.instructions
     print(f"trace: {n:,} warp instructions, {args.warps} warps, {nmem:,} memory rows "
           f"(built in {t_build:.2f} s)")
@@ -192,14 +201,7 @@ def whole_gpu(args) -> None:
         t0 = time.perf_counter()
         inp = lower(None, kt, machine, options)
         t_lower = time.perf_counter() - t0
-        walls, cpus, cycles = [], [], set()
-        for _ in range(max(1, args.repeat)):
-            t0, c0 = time.perf_counter(), time.process_time()
-            res = run(inp)
-            walls.append(time.perf_counter() - t0)
-            cpus.append(time.process_time() - c0)
-            cycles.add(res.cycles)
-        assert len(cycles) == 1, f"repeats disagree: {sorted(cycles)}"
+        res, walls, cpus = timed_runs(inp, args.repeat)
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024    # KiB on Linux
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -205,14 +205,36 @@ def test_lowering_simulates_every_sm_by_default():
     assert one.meta["sms"] == 1 and one.meta["dealing"] == "round-robin"
 
 
-def test_a_block_holds_its_slot_until_its_stores_complete():
-    """One SM, one resident block; block 0's warp issues a store whose write completes at 0 + 300
-    (DRAM on idle channel) and exits at once; block 1 (one 1-cycle instruction) starts only when
-    block 0 has retired — its store acknowledged — at 300, so the kernel ends at 301 (not 2)."""
+@pytest.mark.parametrize("l2,ack", [(None, 300), (L2, 100)])
+def test_a_block_holds_its_slot_until_its_stores_are_acknowledged(l2, ack):
+    """One SM, one resident block; block 0's warp issues a store (store=2: a write) and exits at
+    once; block 1 (one 1-cycle instruction) starts only when block 0 has retired — its store
+    acknowledged. Without an L2 the write completes in DRAM (0 + 300); with the write-back L2 the
+    slice acknowledges it after its latency (100) although it misses: the idle channel takes the
+    write-back at once. The kernel ends at ack + 1, not at 2."""
     tx = [[(0, 32, 0)], []]
     inp = make_input(lat_exec=[0, 1], lat_multi=[1, 1], lat_same=[1, 1], dst=[[], [5]], src=[[4], []],
-                     mem=[MEM_GLOBAL, 0], store=[1, 0], depcause=[DEP_GLOBAL, INT], rows_per_warp=[[0], [1]],
-                     warps_per_block=1, tx=tx, sms=1, resident=1, deal=True, dram_latency=300.0, channels=1)
+                     mem=[MEM_GLOBAL, 0], store=[2, 0], depcause=[DEP_GLOBAL, INT], rows_per_warp=[[0], [1]],
+                     warps_per_block=1, tx=tx, sms=1, resident=1, deal=True, dram_latency=300.0, channels=1,
+                     l2=l2)
     r = run(inp)
-    assert r.timeline.tolist() == [0, 300]
-    assert r.cycles == 301
+    assert r.timeline.tolist() == [0, ack]
+    assert r.cycles == ack + 1
+    if l2 is not None:
+        assert r.counters["dram_transactions"] == 1
+
+
+def test_writes_wait_for_a_busy_channel():
+    """Two stores to one channel that needs 200 cycles per 32 B: the second write's L2 ack waits
+    until the channel can take its write-back (start 200), so the block retires at 200 and the
+    second block's instruction issues at 200 (a write-back L2 cannot absorb writes faster than
+    the DRAM drains them)."""
+    tx = [[(0, 32, 0)], [(4096, 32, 0)], []]
+    inp = make_input(lat_exec=[0, 0, 1], lat_multi=[1] * 3, lat_same=[1] * 3, dst=[[], [], [5]],
+                     src=[[4], [4], []], mem=[MEM_GLOBAL, MEM_GLOBAL, 0], store=[2, 2, 0],
+                     depcause=[DEP_GLOBAL, DEP_GLOBAL, INT], rows_per_warp=[[0, 1], [2]], warps_per_block=1,
+                     tx=tx, sms=1, resident=1, deal=True, dram_latency=300.0, channels=1,
+                     service_per_byte=200 / 32, l2=L2)
+    r = run(inp)
+    # store 0 at 0: ack 100; store 1 at 1: channel free at 200 → ack max(1 + 100, 200) = 200
+    assert r.timeline.tolist() == [0, 1, 200]

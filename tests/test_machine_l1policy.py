@@ -165,7 +165,8 @@ def test_ldg_ci_on_sm61_uses_the_l1_texture_cache():
 def test_sm61_lowering_marks_plain_loads_l2_only():
     opcodes = ["LDG.E", "LDG.E.CG", "LDG.E.CI", "LDG.E.64", "LDL", "STG.E", "FFMA"]
     rows = [(op, [], [], 0x10000 if op != "FFMA" else None, 4) for op in opcodes]
-    for machine, want in ((SM61, [1, 1, 0, 1, 0, 1, 0]), (SM70, [0, 1, 0, 0, 0, 1, 0])):
+    # s_store: 1 = bypasses L1, 2 = a write (bypasses L1 too)
+    for machine, want in ((SM61, [1, 1, 0, 1, 0, 2, 0]), (SM70, [0, 1, 0, 0, 0, 2, 0])):
         inp = lower(None, one_warp_trace(rows, binary_version=machine.sm), machine, Options())
         got = dict(zip(inp.meta["opcodes"], inp.s_store.tolist()))
         assert got == dict(zip(opcodes, want)), machine.name

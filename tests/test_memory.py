@@ -167,3 +167,33 @@ def test_cache_geometry_needs_powers_of_two():
         cache_geometry(4096, 64, 128, 4)
     with pytest.raises(ValueError, match="at most 16 sectors per line"):
         cache_geometry(4096, 1024, 32, 4)
+
+
+def test_ipoly_polynomials_are_irreducible():
+    """Every polynomial of the ipoly table has no factor of degree 1 … deg/2 (GF(2) division)."""
+    from teg.memory.channels import _IRREDUCIBLE
+
+    def mod(a, b):
+        db = b.bit_length() - 1
+        while a and a.bit_length() - 1 >= db:
+            a ^= b << (a.bit_length() - 1 - db)
+        return a
+
+    for deg, p in _IRREDUCIBLE.items():
+        assert p.bit_length() - 1 == deg
+        for q in range(2, 1 << (deg // 2 + 1)):
+            if 1 <= q.bit_length() - 1 <= deg // 2:
+                assert mod(p, q) != 0, (deg, bin(p), bin(q))
+
+
+@pytest.mark.parametrize("channels", [12, 40, 80])
+def test_ipoly_spreads_a_stream_evenly_over_a_non_power_of_two_channel_count(channels):
+    """A sequential stream over 40 channels: each channel within 1 % of the mean (reducing the 64
+    remainders of a degree-6 polynomial mod 40 would give 24 channels twice the others' share);
+    a 16 KB stride (a matrix row pitch) is spread too."""
+    seq = np.bincount(channel_of(np.arange(0, 64 << 20, 32, dtype=np.int64), channels, 256, "ipoly"),
+                      minlength=channels)
+    assert seq.max() / seq.mean() < 1.01
+    rows = np.bincount(channel_of(np.arange(4096, dtype=np.int64) * 16384, channels, 256, "ipoly"),
+                       minlength=channels)
+    assert rows.max() / rows.mean() < 1.1

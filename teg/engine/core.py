@@ -325,7 +325,7 @@ def _pack_static(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_me
         sx[x + X_UCNT] = u_count[u]
         sx[x + X_MEM] = s_mem[s]
         sx[x + X_GMEM] = pipe_limited and s_mem[s] == MEM_GLOBAL
-        sx[x + X_STORE] = s_store[s] != 0
+        sx[x + X_STORE] = s_store[s]      # 0 = through L1, 1 = bypasses L1, 2 = a write (bypasses L1)
         sx[x + X_BAR] = sw_bar and s_barrier[s] != 0
         sx[x + X_DEPCAUSE] = s_depcause[s]
         sx[x + X_CC] = cc
@@ -427,6 +427,7 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
     part_bytes = max(ipar[I_L2_PART_BYTES], 1)
     n_slices = ipar[I_L2_SLICES]
     slices_pp = max(n_slices // n_parts, 1)
+    slices_pc = max(n_slices // max(ipar[I_CHANNELS], 1), 1)     # slices per DRAM channel
     l2_far_lat = fpar[F_L2_FAR_LAT]
     slice_spb = fpar[F_L2_SLICE_SPB]
     mshr_line = l1_line if l1_line > 0 else (l2_line if l2_line > 0 else 128)
@@ -1045,6 +1046,7 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                 counters[C_G_ACC] += 1
                 counters[C_TX] += ntx
                 is_store = sx[x + X_STORE] != 0
+                is_write = sx[x + X_STORE] == 2
                 c1 = sx[x + X_DEPCAUSE]
                 c2 = CHANNEL_QUEUE
                 if ntx == 0:                  # no active lane: nothing to fetch
@@ -1114,7 +1116,10 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                     qc = MEM_PIPE
                     # the L2 slice that serves the request (bandwidth per slice)
                     if n_slices > 0:
-                        sl = serve * slices_pp + (addr // slice_line) % slices_pp
+                        # the slices sit in front of the DRAM channels (two or more per channel):
+                        # the channel hash spreads strided patterns over them, the line's low
+                        # bits pick one of its channel's slices
+                        sl = serve * slices_pp + (tx_chan[j] * slices_pc + (addr // slice_line) % slices_pc) % slices_pp
                         s1 = s_req
                         if slice_free[sl] > s1:
                             s1 = slice_free[sl]
@@ -1144,8 +1149,15 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                         cq = s0 - t
                         if sw_bw:
                             chan_free[ch] = s0 + nb * spb * chan_scale[ch]
-                        # a far home partition adds its extra crossbar latency to the DRAM trip
-                        d = s0 + dram_lat + (l2_far_lat - l2_lat if far else 0.0)
+                        if is_write and has_l2:
+                            # the L2 is write-back: a write is acknowledged by its L2 slice once the
+                            # channel can take the write-back (no DRAM round trip for the ack)
+                            d = s_req + (l2_far_lat if far else l2_lat)
+                            if s0 > d:
+                                d = s0
+                        else:
+                            # a far home partition adds its extra crossbar latency to the DRAM trip
+                            d = s0 + dram_lat + (l2_far_lat - l2_lat if far else 0.0)
                         counters[C_DRAM] += 1
                         counters[C_DRAM_B] += np.int64(nb)
                         counters[C_CHW] += np.int64(s0 - s_req)

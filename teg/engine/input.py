@@ -64,7 +64,7 @@ class EngineInput:
     s_lat_same: np.ndarray      # float64 issue latency, same warp
     s_mem: np.ndarray           # int32 MEM_NONE / MEM_SHARED / MEM_GLOBAL
     s_mem_lat: np.ndarray       # float64 conflict-free shared latency (MEM_SHARED rows)
-    s_store: np.ndarray         # int32 1 = bypasses L1 (stores write through, atomics resolve in L2)
+    s_store: np.ndarray         # int32 1 = bypasses L1 (atomics resolve in L2, .cg loads), 2 = a write (write-through L1, write-back L2)
     s_barrier: np.ndarray       # int32 1 = BAR (waits for its block)
     s_depcause: np.ndarray      # int32 stall cause charged to a consumer waiting on this result
     s_dst: np.ndarray           # int16 [S, D] register ids written (-1 pad)

@@ -337,8 +337,9 @@ def lower(program, kernel_trace, machine: Machine, options: Options | None = Non
             s_mem_lat[i] = s_lat_exec[i] if is_mem else s_lat_exec[i] + machine.shared.latency
         # L2-only: stores (write-through, no L1 allocate), atomics, .cg/.cv/strong-GPU/SYS loads,
         # and plain global loads where the L1 does not cache them (Maxwell/Pascal)
-        s_store[i] = int(bypasses_l1(st["opcodes"][i], info.kind, info.space,
-                                     machine.memory.l1_caches_global_loads))
+        # (2: a write — no data returns; the write-back L2 acknowledges it)
+        s_store[i] = 2 if info.kind == "store" else int(bypasses_l1(st["opcodes"][i], info.kind, info.space,
+                                                                  machine.memory.l1_caches_global_loads))
         s_barrier[i] = int(info.kind == "barrier" and bool(st["barrier_waits"][i]))
         s_width[i] = int(st["mem_width"][i]) or int(getattr(info, "width", 0) or 0) or 4
 

@@ -8,7 +8,11 @@ to one of ``channels`` channels by
   higher address bits into the channel index;
 * ``ipoly`` — the remainder of ``g`` read as a polynomial over GF(2) modulo an irreducible
   polynomial of degree ``b`` (Rau's pseudo-random interleave, conflict-free for power-of-two
-  strides), then ``mod channels`` when ``channels`` is not a power of two.
+  strides). When ``channels`` is not a power of two the remainder is taken modulo a polynomial of
+  degree ``b + IPOLY_EXTRA_BITS`` and then ``mod channels`` (GPGPU-Sim's "IPOLY modulo for non-2^k
+  partition counts"): reducing the ``2^b`` remainders of degree ``b`` mod 40 would give 24 of 40
+  channels twice the share of the others (a 1.25x hot spot that caps streaming bandwidth at 80 %),
+  while ``2^(b+6)`` remainders mod 40 are even to within 1 in 100.
 
 NVIDIA does not publish the real hash; the table chooses one of these (a fitted assumption).
 """
@@ -19,9 +23,14 @@ import numpy as np
 from numba import njit
 
 # Irreducible polynomials over GF(2) by degree (bit i = coefficient of x^i): x+1, x^2+x+1,
-# x^3+x+1, x^4+x+1, x^5+x^2+1, x^6+x+1, x^7+x+1, x^8+x^4+x^3+x^2+1.
+# x^3+x+1, x^4+x+1, x^5+x^2+1, x^6+x+1, x^7+x+1, x^8+x^4+x^3+x^2+1, x^9+x^4+1, x^10+x^3+1,
+# x^11+x^2+1, x^12+x^6+x^4+x+1, x^13+x^4+x^3+x+1, x^14+x^10+x^6+x+1 (primitive polynomials, as
+# listed for maximal-length LFSRs; tests/test_memory.py checks that each is irreducible).
 _IRREDUCIBLE = {1: 0b11, 2: 0b111, 3: 0b1011, 4: 0b10011, 5: 0b100101, 6: 0b1000011,
-                7: 0b10000011, 8: 0b100011101}
+                7: 0b10000011, 8: 0b100011101, 9: 0x211, 10: 0x409, 11: 0x805, 12: 0x1053,
+                13: 0x201B, 14: 0x4443}
+# extra remainder bits of the ipoly hash for a channel count that is not a power of two
+IPOLY_EXTRA_BITS = 6
 
 
 def _bits(channels: int) -> int:
@@ -39,6 +48,8 @@ def channel_of(addr: np.ndarray, channels: int, interleave: int, hash_name: str 
         mode, b, deg, poly = 1, _bits(channels), 0, 0
     elif hash_name == "ipoly":
         deg = _bits(channels)
+        if channels & (channels - 1):
+            deg += IPOLY_EXTRA_BITS
         if deg not in _IRREDUCIBLE:
             raise ValueError(f"ipoly hash supports up to 256 channels, got {channels}")
         mode, b, poly = 2, 0, _IRREDUCIBLE[deg]

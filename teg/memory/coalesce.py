@@ -18,6 +18,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from teg.memory.sort import sort_prefix
+
 
 @njit(cache=True)
 def _lane_addresses(i, addr_start, addresses, mask, width, warp_size, lanes, addrs):
@@ -72,14 +74,8 @@ def _sector_pass(addr_start, addresses, mask, width, is_global, sector, warp_siz
                 if nb < buf.shape[0]:
                     buf[nb] = s
                     nb += 1
-        # sort (insertion: lanes are mostly in address order) and drop duplicates in place
-        for a in range(1, nb):
-            v = buf[a]
-            b = a - 1
-            while b >= 0 and buf[b] > v:
-                buf[b + 1] = buf[b]
-                b -= 1
-            buf[b + 1] = v
+        # sort and drop duplicates in place
+        sort_prefix(buf, nb)
         nu = 0
         for a in range(nb):
             if nu == 0 or buf[a] != buf[nu - 1]:

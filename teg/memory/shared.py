@@ -27,19 +27,14 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from teg.memory.sort import sort_prefix
+
 
 @njit(cache=True)
 def _phase_wavefronts(words, n, banks, counts):
     """Max over banks of the number of distinct words among ``words[:n]`` (sorted in place;
     ``counts`` is scratch of length ``banks``, all zero on entry and on return)."""
-    # insertion sort in place (a phase's lanes are mostly in address order; no allocation)
-    for a in range(1, n):
-        v = words[a]
-        b = a - 1
-        while b >= 0 and words[b] > v:
-            words[b + 1] = words[b]
-            b -= 1
-        words[b + 1] = v
+    sort_prefix(words, n)
     best = 0
     bm = banks - 1
     pow2 = banks > 0 and banks & bm == 0      # bank by a mask (= % banks, also below zero)
