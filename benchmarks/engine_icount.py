@@ -9,8 +9,11 @@ building, lowering and the numba import cancel out. Only the jitted code is coun
 files it as ``???``: JIT code has no symbols).
 
 numba's cache key holds the host CPU's name and features, which valgrind's emulated CPUID changes;
-the script pins both (``NUMBA_CPU_NAME`` / ``NUMBA_CPU_FEATURES``, host values) and primes a private
-cache outside valgrind, so the measured code is the host's and nothing is compiled under valgrind.
+the script pins both (``NUMBA_CPU_NAME`` / ``NUMBA_CPU_FEATURES``) and primes a private cache
+outside valgrind, so nothing is compiled under valgrind. The pinned target is the host's features
+without AVX-512/AMX/AVX10 (valgrind 3.19 cannot run them: SIGILL on a Zen 5 host) on the
+``znver3`` CPU model, the machine earlier figures were taken on; set ``TEG_ICOUNT_CPU`` to pin
+another model.
 
     python benchmarks/engine_icount.py [--rows 24000] [--alu-only]
 
@@ -63,6 +66,17 @@ def jit_totals(path: str) -> dict[str, int]:
     return dict(zip(events, totals))
 
 
+def valgrind_safe(features: str) -> str:
+    """The LLVM feature string with the vector extensions valgrind cannot emulate switched off."""
+    out = []
+    for f in features.split(","):
+        name = f[1:]
+        if f.startswith("+") and name.startswith(("avx512", "amx", "avx10", "avxvnniint", "avxneconvert")):
+            f = "-" + name
+        out.append(f)
+    return ",".join(out)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rows", type=int, default=24000, help="warp instructions per engine run")
@@ -78,8 +92,8 @@ def main() -> int:
         return 2
     import llvmlite.binding as ll
 
-    env = dict(os.environ, NUMBA_CPU_NAME=ll.get_host_cpu_name(),
-               NUMBA_CPU_FEATURES=ll.get_host_cpu_features().flatten(),
+    env = dict(os.environ, NUMBA_CPU_NAME=os.environ.get("TEG_ICOUNT_CPU", "znver3"),
+               NUMBA_CPU_FEATURES=valgrind_safe(ll.get_host_cpu_features().flatten()),
                OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
     me = [sys.executable, os.path.abspath(__file__), "--rows", str(args.rows)] + (["--alu-only"] if args.alu_only else [])
     with tempfile.TemporaryDirectory() as tmp:
