@@ -49,10 +49,14 @@ def test_tiny_traces_generate(acc, tmp_path, monkeypatch):
     _, kt2 = acc.trace("stream", "sm_80", "stream_triad", 4, 64,
                        ["A=zeros:float64:256", "B=rand:float64:256", "C=rand:float64:256", "n=int64:256"], "t")
     assert kt2.num_rows == kt.num_rows
-    # cache kernel: 2 blocks, 3 loads per thread in one sweep
+    # cache kernels: a 2 kB set swept 3 times (its own kernel), and a 3 kB set read in a window of 5
+    # loads per thread (the phase-spread kernel, wrapping at the end of the buffer)
+    _, kt = acc.trace("cache", "sm_90", "cache_sum_2", 2, 256,
+                      ["B=rand:float32:512", "out=zeros:float32:256", "per_sweep=2", "loads=6"], "t", use_cache=False)
+    assert kt.num_warps == 16 and _active_loads(kt) == 16 * 6
     _, kt = acc.trace("cache", "sm_90", "cache_sum", 2, 256,
-                      ["B=rand:float32:768", "out=zeros:float32:256", "per_sweep=3", "sweeps=1"], "t", use_cache=False)
-    assert kt.num_warps == 16 and (kt.mem_width == 4).sum() == 16 * 3
+                      ["B=rand:float32:768", "out=zeros:float32:256", "per_sweep=3", "loads=5"], "t", use_cache=False)
+    assert kt.num_warps == 16 and _active_loads(kt) == 16 * 5
     # l2: 3 blocks over 2 slices of 2 float2 per thread
     _, kt = acc.trace("l2cache", "sm_80", "l2_sum", 3, 1024,
                       ["B=rand:float32:8192", "out=zeros:float32:1024", "slices=2", "per_thread=2"], "t",
@@ -67,6 +71,55 @@ def test_tiny_traces_generate(acc, tmp_path, monkeypatch):
     assert len(loads) == 24                       # the chased pointer is generic: LD.E.64
     clocks = {ins.address for ins in prog.instructions if "SR_CLOCKLO" in ins.text}
     assert np.isin(kt.pc, list(clocks)).sum() == 2
+
+
+def _active_loads(kt):
+    ops = np.array(kt.opcodes)[kt.opcode]
+    return int(sum(1 for i in np.nonzero(kt.mask)[0] if ops[i].startswith("LDG")))
+
+
+def _load_positions(kt, w):
+    """Sweep positions (kB from the buffer start) of warp ``w``'s active loads, in trace order."""
+    ops = np.array(kt.opcodes)[kt.opcode]
+    base = int(kt.addresses.min())
+    sl = kt.warp_rows(w)
+    return [(int(kt.row_addresses(i).min()) - base) // 1024 for i in range(sl.start, sl.stop)
+            if ops[i].startswith("LDG") and kt.mask[i]]
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_cache_kernels(acc, arch):
+    """Every measured set up to 64 kB has its own kernel; the window kernel starts block b at sweep
+    position (b * per_sweep) // grid and wraps; a warp's loads are coalesced 128 B rows."""
+    kbs = {int(r["data_set_kB"]) for r in acc._read("cache_bandwidth.csv")}
+    assert {k for k in kbs if k <= 64} <= set(acc.CACHE_FIXED_KB)
+    for kb in acc.CACHE_FIXED_KB:
+        acc.program("cache", arch, f"cache_sum_{kb}")
+    assert acc.cache_launch(12, 0) == ("cache_sum_12", 24) and acc.cache_launch(12, 1) == ("cache_sum_12", 60)
+    assert acc.cache_launch(4044, 1) == ("cache_sum", acc.CACHE_LOADS[1])
+    # an L2-resident set: windows past the L2's cold fill (8 x kB/grid loads, rounded up to 8)
+    w1 = max(acc.CACHE_LOADS[0], -(-acc.CACHE_L2_WARM * 10380 // (8 * 912)) * 8)
+    assert acc.cache_launch(10380, 0, 912, 50 << 20) == ("cache_sum", w1)
+    assert acc.cache_launch(10380, 1, 912, 50 << 20)[1] == max(acc.CACHE_LOADS[1], 2 * w1)
+    assert acc.cache_launch(68320, 1, 912, 50 << 20)[1] == acc.CACHE_LOADS[1]     # larger than the L2
+    from collections import Counter
+    from teg.emu import emulate
+    prog, image = acc.program("cache", arch, "cache_sum")
+    grid, kb, loads = 8, 20, 28                   # 28 loads from the block's phase: wraps once
+    kt = emulate(prog, image, grid, 256, [f"B=rand:float32:{kb * 256}", "out=zeros:float32:256",
+                                          f"per_sweep={kb}", f"loads={loads}"]).kernel_trace
+    for b in range(grid):
+        w = 8 * b + 3
+        assert kt.warp_block[w] == b
+        start = b * kb // grid
+        assert Counter(_load_positions(kt, w)) == Counter((start + i) % kb for i in range(loads))
+    row = next(i for i in range(kt.num_rows) if kt.mask[i] and kt.opcodes[kt.opcode[i]].startswith("LDG"))
+    a = np.sort(kt.row_addresses(row))
+    assert len(a) == 32 and a[-1] - a[0] == 124 and (np.diff(a) == 4).all()
+    prog, image = acc.program("cache", arch, "cache_sum_12")
+    kt = emulate(prog, image, 2, 256, ["B=rand:float32:3072", "out=zeros:float32:256", "per_sweep=12",
+                                       "loads=36"]).kernel_trace
+    assert Counter(_load_positions(kt, 0)) == Counter(list(range(12)) * 3)
 
 
 def test_chase_buffer_is_one_cycle(acc):

@@ -43,7 +43,13 @@ STREAM_KERNELS = {"init": ("stream_init", 1), "read": ("stream_read", 1), "scale
 STREAM_BLOCKS_FULL = (32, 64, 128, 256, 512, 1024)
 STREAM_BLOCKS_QUICK = (64, 1024)
 STREAM_WAVES = (2, 4)          # steady state = difference of the runs with 2 and 4 waves
-CACHE_LOADS = (32, 64)          # loads per thread of the two cache runs (difference)
+# loads per thread of the two cache runs (difference); TEG_ACCURACY_CACHE_LOADS="64,128" overrides
+CACHE_LOADS = tuple(int(x) for x in os.environ.get("TEG_ACCURACY_CACHE_LOADS", "32,64").split(","))
+# cache sets with a kernel of their own (cache_sum_<kB>: whole sweeps of a constant length)
+CACHE_FIXED_KB = (2, 4, 6, 8) + tuple(range(12, 65, 4))
+# L2-resident cache sets: the first window is at least CACHE_L2_WARM x the loads per thread that
+# miss while the L2 fills (kB / grid): the fill runs at DRAM speed, ~2-4x slower than L2 hits
+CACHE_L2_WARM = 8
 L2_WAVES = (1, 2)               # l2: waves of resident 1024-thread blocks (difference)
 LAT_TIMED = 1024                # timed loads of the pointer chase
 LAT_WARM_CAP = 1 << 20          # chains up to 64 MB are walked once before the timed loads
@@ -271,19 +277,35 @@ def predict_stream(p: Point):
     return streams * 8 * (n2 - n1) / (cyc / (m.clock_mhz * 1e6)) / 1e9
 
 
+def cache_launch(kb: int, run: int, grid: int = 1 << 30, l2_bytes: int = 0) -> tuple[str, int]:
+    """Kernel and loads per thread of cache run ``run`` (0 or 1) for a ``kb`` kB set (1 kB = 256
+    floats = one load per thread per sweep). Sets with a kernel of their own (up to 64 kB): whole
+    sweeps from position 0, at least 1 and 2, about CACHE_LOADS loads. Others: a window of
+    CACHE_LOADS[run] loads that each block starts at its own, evenly spread, phase of the sweep
+    (see kernels/cache.cu and README.md); for a set that fits in the L2 (``l2_bytes``) at least
+    CACHE_L2_WARM · kB/grid loads (and twice that), so that the first run is past the cold fill of
+    the L2 (each block's first kB/grid loads miss to DRAM)."""
+    if kb in CACHE_FIXED_KB:
+        return f"cache_sum_{kb}", kb * max(run + 1, CACHE_LOADS[run] // kb)
+    w = CACHE_LOADS[run]
+    if kb * 1024 <= l2_bytes:
+        w1 = -(-CACHE_L2_WARM * kb // (8 * grid)) * 8        # rounded up to a multiple of 8
+        w = max(w, w1 * (run + 1))
+    return "cache_sum", w
+
+
 def predict_cache(p: Point):
     table, arch = GPUS[p.gpu]
     m = machine(table)
-    kb = p.params["kB"]                      # 1 kB = 256 floats = one load per thread per sweep
+    kb = p.params["kB"]
     blocks = m.num_sms * (m.limits.max_threads // 256)
     runs = []
-    for loads in CACHE_LOADS:
-        per_sweep = min(kb, loads)
-        sweeps = max(1, loads // kb)
-        args = [f"B=rand:float32:{kb * 256}", "out=zeros:float32:256", f"per_sweep={per_sweep}", f"sweeps={sweeps}"]
-        prog, kt = trace("cache", arch, "cache_sum", blocks, 256, args, f"g{blocks}k{kb}l{per_sweep}x{sweeps}")
+    for i in range(len(CACHE_LOADS)):
+        kernel, loads = cache_launch(kb, i, blocks, m.memory.l2.size_bytes)
+        args = [f"B=rand:float32:{kb * 256}", "out=zeros:float32:256", f"per_sweep={kb}", f"loads={loads}"]
+        prog, kt = trace("cache", arch, kernel, blocks, 256, args, f"g{blocks}k{kb}l{loads}")
         res = engine(prog, kt, m)
-        runs.append((blocks * 256 * 4 * per_sweep * sweeps, res))
+        runs.append((blocks * 256 * 4 * loads, res))
     (b1, r1), (b2, r2) = runs
     p.cycles = r2.cycles
     p.stalls = _stalls(r2)
