@@ -238,3 +238,23 @@ def test_writes_wait_for_a_busy_channel():
     r = run(inp)
     # store 0 at 0: ack 100; store 1 at 1: channel free at 200 → ack max(1 + 100, 200) = 200
     assert r.timeline.tolist() == [0, 1, 200]
+
+
+def test_sub_partitions_take_turns_at_the_sms_shared_unit():
+    """4 schedulers, 4 warps each, every warp repeating (LDG-like on the SM's one MIO, ALU, ALU),
+    one instruction per cycle per scheduler: the MIO is the bound (one per cycle: 3,200 of them).
+    Were the schedulers always swept in index order, schedulers 0-2 would take the MIO every third
+    cycle between them and scheduler 3 would starve until they finish (4,827 cycles); taking
+    turns round-robin (the sweep starts at scheduler t mod 4) keeps the MIO busy every cycle."""
+    K, W = 200, 16
+    rows = [[0, 1, 1] * K for _ in range(W)]
+    inp = make_input(lat_exec=[30, 4], lat_multi=[1, 1], lat_same=[1, 1], unit=[1, 0], units_occ=(1.0, 1.0),
+                     units_count=(1, 1), units_per_sm=(0, 1), depcause=[INT, INT], rows_per_warp=rows,
+                     warps_per_block=W, schedulers=4, sms=1)
+    r = run(inp)
+    n_mio = W * K
+    assert n_mio <= r.cycles <= n_mio + 30 + 4      # the bound, plus the last result's latency
+    last = {}
+    for w in range(W):
+        last[w % 4] = max(last.get(w % 4, 0), int(r.timeline[(w + 1) * 3 * K - 1]))
+    assert max(last.values()) - min(last.values()) <= 8     # no scheduler finishes far behind

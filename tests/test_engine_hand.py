@@ -168,13 +168,14 @@ def test_memory_pipeline_slots_limit_outstanding_transactions():
 
 def test_exited_warps_do_not_hold_a_barrier():
     """Warp B meets a second BAR after warp A has exited: the barrier releases once the warps
-    still alive have arrived (A exits at 2 after BAR@0 → release 0+1, FADD@1, done 2)."""
+    still alive have arrived (BAR@0 by both → release 0+1; A's FADD@1 is its last instruction,
+    B's FADD@1 too; B's second BAR@2 finds A gone and is released at once, done 3)."""
     inp = make_input(lat_exec=[1, 1], lat_multi=[1, 1], lat_same=[1, 1], barrier=[1, 0],
-                     rows_per_warp=[[0, 1], [0, 0]], warps_per_block=2, schedulers=2)
+                     rows_per_warp=[[0, 1], [0, 1, 0]], warps_per_block=2, schedulers=2)
     r = run(inp)
     assert r.counters["barriers"] == 2
-    assert list(r.timeline) == [0, 1, 0, 1]
-    assert r.cycles == 2
+    assert list(r.timeline) == [0, 1, 0, 1, 2]
+    assert r.cycles == 3
 
 
 def test_warp_ending_on_a_barrier_still_waits_for_the_others():

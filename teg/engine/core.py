@@ -810,12 +810,20 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
 
     while finished < C:
         counters[C_STEPS] += 1
-        # the schedulers whose wake-up has come, in index order: within an SM one after the other,
-        # then the next SM the min-tree names (an SM's tree entry is refreshed when it is left)
+        # the schedulers whose wake-up has come: the SMs in index order, as the min-tree names them
+        # (an SM's tree entry is refreshed when it is left); within an SM one after the other from
+        # scheduler t mod S, so the sub-partitions take turns at the SM's shared units (MIO, CBU)
+        # round-robin and none starves behind a lower-numbered one
+        rot = np.int64(t) % S
         g = -1
+        kq = 0
+        gbase = 0
         while True:
-            if g >= 0 and g_sch[g] < S - 1:
+            if g >= 0 and kq < S - 1:
+                kq += 1
                 g += 1
+                if g == gbase + S:
+                    g = gbase
             else:
                 if g >= 0:
                     # leaving the SM: an issue cycle, or cycle t is charged at its next visit
@@ -833,9 +841,11 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                     break
                 # entering the SM: its skipped cycles go to the binding cause of its scheduler
                 # that woke first (first in index order on ties)
-                g = nsm * S
-                gm = g
-                for k in range(g + 1, g + S):
+                gbase = nsm * S
+                gm = gbase
+                kq = 0
+                g = gbase + rot
+                for k in range(gbase + 1, gbase + S):
                     if scf[k, SCF_NEXT] < scf[gm, SCF_NEXT]:
                         gm = k
                 _charge(stall_out, sci[gm, SCI_C1], sci[gm, SCI_C2], sm_t[nsm], t, scf[gm, SCF_SPLIT])
