@@ -567,7 +567,6 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
     tree = np.full(2 * leaves, INF, np.float64)
     age = np.zeros(1, np.int64)   # launch order of warps (GTO's "oldest"); an array so closures can count
     finished = 0
-    kend = 0.0
     # stall accounting per SM (each SM's cycles get one cause each; the run's breakdown sums them):
     # the first cycle of the SM not yet charged, and the SM's latest result (done, base, causes)
     sm_t = np.zeros(n_sms, np.float64)
@@ -1235,17 +1234,11 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
             blk = _nonneg(sli[slot, SLI_BLOCK])
             if done > blk_done[blk]:
                 blk_done[blk] = done
-            if done > kend:
-                kend = done
             if done > sm_kf[sm, 0]:
                 sm_kf[sm, 0] = done
                 sm_kf[sm, 1] = base
                 sm_kc[sm, 0] = c1
                 sm_kc[sm, 1] = c2
-            if done > sm_end[sm, 0]:
-                sm_end[sm, 0] = done
-            if t + 1.0 > sm_end[sm, 0]:
-                sm_end[sm, 0] = t + 1.0
             # ---- barrier arrival
             if has_bar and sx[x + X_BAR] != 0:
                 blk_arrived[blk] += 1
@@ -1352,9 +1345,9 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
     # SM's cycles after its last visit go to its latest result's causes while that is pending,
     # then to no_warp (the SM is idle: no block left for it)
     total = t + 1.0
-    ke = math.ceil(kend)
-    if ke > total:
-        total = ke
+    for sm in range(n_sms):
+        if math.ceil(sm_kf[sm, 0]) > total:
+            total = math.ceil(sm_kf[sm, 0])
     for sm in range(n_sms):
         a = sm_t[sm]
         e = math.ceil(sm_kf[sm, 0])
@@ -1366,5 +1359,6 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
         if total > a:
             stall_out[NO_WARP] += np.int64(total - a)
     for sm in range(n_sms):
-        sm_end[sm, 0] = math.ceil(sm_end[sm, 0])
+        # the SM's end: its last issue cycle (sm_t after its last visit) or its last result
+        sm_end[sm, 0] = _max2(sm_t[sm], math.ceil(sm_kf[sm, 0]))
     return 0, np.int64(total)
