@@ -258,3 +258,25 @@ def test_sub_partitions_take_turns_at_the_sms_shared_unit():
     for w in range(W):
         last[w % 4] = max(last.get(w % 4, 0), int(r.timeline[(w + 1) * 3 * K - 1]))
     assert max(last.values()) - min(last.values()) <= 8     # no scheduler finishes far behind
+
+
+@pytest.mark.parametrize("level", ["l1", "l2"])
+def test_a_hit_on_a_line_still_being_filled_waits_for_the_fill(level):
+    """Two warps of one SM load the same sector at cycles 0 and 1 (one scheduler). The first misses
+    everywhere and its data comes from DRAM at 0 + 300; the second finds the line already
+    allocated — in L1 (hit latency 20), or, without an L1, in the L2 (100) — but the fill is still
+    on its way, so its load completes at 300 too (it merges with the miss), not at 1 + 20 / 1 + 100.
+    The consumers are both ready at 300; the one scheduler issues the greedy warp's (the second
+    warp, last to issue) at 300 and the other at 301: the kernel ends at 302."""
+    tx = [[(4096, 32, 0)], [], [(4096, 32, 0)], []]
+    kw = dict(lat_exec=[0, 1], lat_multi=[1, 1], lat_same=[1, 1], dst=[[4], [5]], src=[[], [4]],
+              mem=[MEM_GLOBAL, 0], depcause=[DEP_GLOBAL, INT], rows_per_warp=[[0, 1], [0, 1]], tx=tx,
+              sms=1, deal=True, l2=L2, dram_latency=300.0, channels=1)
+    if level == "l1":
+        kw["l1"] = (4, 2, 128, 32, 20.0)
+    r = run(make_input(**kw))
+    assert r.timeline.tolist() == [0, 301, 1, 300]
+    assert r.cycles == 302
+    # a perfect cache of that level costs its hit latency only (the what-if ignores fills)
+    free = run(make_input(**{**kw, "switches": {f"{level}_misses": False}}))
+    assert free.timeline.tolist()[3] == 1 + (20 if level == "l1" else 100)

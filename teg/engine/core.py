@@ -58,7 +58,7 @@ from teg.engine.input import (F_DRAM_LAT, F_ISSUE_INTERVAL, F_L1_LAT, F_L2_FAR_L
                               I_MSHR, I_PIPE_SLOTS, I_POLICY, I_RESIDENT, I_SCHED, I_SLOTS, I_SMS,
                               I_SMS_PER_PIPE, I_SW_BANK, I_SW_BAR, I_SW_BW, I_SW_COAL, I_SW_DEPS,
                               I_SW_L1, I_SW_L2, I_SW_SAME, I_SW_SKEW, I_SW_UNITS, I_TIMELINE)
-from teg.memory.cache import cache_access, cache_new, cache_shape
+from teg.memory.cache import cache_access_timed, cache_new, cache_shape
 from teg.memory.channels import balance_scale
 
 INF = 1e300
@@ -537,9 +537,12 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
     else:
         chan_scale = balance_scale(tx_chan, channels)
     l1_state = cache_new(n_sms, l1_shape)
+    # per way, the cycle its line's data is there (a hit on a line still being filled waits for it)
+    l1_ready = np.zeros(l1_state.shape, np.float64)
     # L2: one cache per partition (its geometry is one partition's); each SM has a near partition
     # (SMs split evenly in index order), each address a home partition (interleave part_bytes)
     l2_state = cache_new(n_parts, l2_shape)
+    l2_ready = np.zeros(l2_state.shape, np.float64)
     sm_part = np.empty(n_sms, np.int64)
     for sm in range(n_sms):
         sm_part[sm] = (sm * n_parts) // n_sms
@@ -1076,23 +1079,32 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                     # The caches always evolve as with every mechanism on: a removed mechanism
                     # (perfect L1/L2, perfect coalescing) changes what an access costs, never which
                     # sectors the caches hold, so it cannot turn a later hit into a miss.
+                    # (each access also returns its line's ready time: a hit on a line whose fill
+                    # is still on its way merges with that miss and completes no earlier)
                     l1_hit = False
+                    l1_row = -1
+                    l1_rt = -1.0
                     if has_l1 and not is_store:
-                        l1_hit = cache_access(l1_state, sm, l1_shape, addr)
+                        l1_hit, l1_row, l1_rt = cache_access_timed(l1_state, l1_ready, sm, l1_shape, addr)
                     # L2: the near partition first (it may hold a copy of a far line); a miss there
                     # looks up the address's home partition, which fills on a miss, and the near
                     # partition keeps a copy either way (near/far partitions, docs/model.md §3)
                     l2_hit = False
+                    near_hit = False
                     far = False
                     serve = near
+                    l2_row = -1
+                    h_row = -1
+                    l2_rt = -1.0
                     if has_l2 and not l1_hit:
-                        l2_hit = cache_access(l2_state, near, l2_shape, addr)
+                        l2_hit, l2_row, l2_rt = cache_access_timed(l2_state, l2_ready, near, l2_shape, addr)
+                        near_hit = l2_hit
                         if n_parts > 1:
                             home = (addr // part_bytes) % n_parts
                             if home != near and not l2_hit:
                                 far = True
                                 serve = home
-                                l2_hit = cache_access(l2_state, home, l2_shape, addr)
+                                l2_hit, h_row, l2_rt = cache_access_timed(l2_state, l2_ready, home, l2_shape, addr)
                     if j >= k0 + ntx:
                         continue        # perfect coalescing: surplus transactions cost nothing
                     nb = float(tx_bytes[j]) if sw_coal else nb_each
@@ -1100,6 +1112,9 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                         if l1_hit or not sw_l1:
                             counters[C_L1H] += 1
                             d = t + l1_lat
+                            if sw_l1 and l1_rt > d:
+                                d = l1_rt       # the line's fill is still on its way
+                                missed = True
                             if d > done:
                                 done = d
                             if d > base:
@@ -1142,6 +1157,9 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                         if l2_hit or not sw_l2:
                             counters[C_L2H] += 1
                             d = s_req + (l2_far_lat if far and sw_l2 else l2_lat)
+                            if sw_l2 and l2_rt > d:
+                                d = l2_rt       # the line's fill is still on its way
+                                missed = True
                             to_dram = False
                         else:
                             counters[C_L2M] += 1
@@ -1170,6 +1188,13 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                         counters[C_DRAM] += 1
                         counters[C_DRAM_B] += np.int64(nb)
                         counters[C_CHW] += np.int64(s0 - s_req)
+                    # the lines this access brought in are there at d
+                    if l1_row >= 0:
+                        l1_ready[l1_row, 0] = d
+                    if l2_row >= 0 and not near_hit:
+                        l2_ready[l2_row, 0] = d
+                    if h_row >= 0 and not l2_hit:
+                        l2_ready[h_row, 0] = d
                     if d > done:
                         done = d
                     if d - cq > base:

@@ -88,6 +88,19 @@ def cache_row(cache_index, shape, addr):
 
 
 @njit(cache=True)
+def _way(state, row, tag, k, assoc):
+    """Where the line ``tag`` is in set ``row`` — or the way a missing line replaces (the first
+    empty one, else the least recently used, the last) — and its valid-sector mask (0: absent)."""
+    for w in range(assoc):
+        x = state[row, w]
+        if x >> k == tag:                           # an empty way (-1) has x >> k == -1
+            return w, x & ((1 << k) - 1)
+        if x < 0:                                   # first empty way: the line is absent
+            return w, 0
+    return assoc - 1, 0                             # full set, line absent: the LRU line drops out
+
+
+@njit(cache=True)
 def cache_access(state, cache_index, shape, addr):
     """Access byte ``addr`` in cache ``cache_index`` of geometry ``shape`` (:func:`cache_shape`);
     returns True on a hit. The line moves to the front of its set's recency order; a missing line
@@ -95,18 +108,29 @@ def cache_access(state, cache_index, shape, addr):
     assoc, sector_shift, k = shape[1], shape[3], shape[5]
     row, tag = cache_row(cache_index, shape, addr)
     bit = 1 << ((addr >> sector_shift) & (k - 1))   # the sector's bit in the line's mask
-    p = assoc - 1                                   # full set, line absent: the LRU line drops out
-    mask = 0
-    for w in range(assoc):
-        x = state[row, w]
-        if x >> k == tag:                           # an empty way (-1) has x >> k == -1
-            p = w
-            mask = x & ((1 << k) - 1)
-            break
-        if x < 0:                                   # first empty way: the line is absent
-            p = w
-            break
+    p, mask = _way(state, row, tag, k, assoc)
     for w in range(p, 0, -1):                       # ways 0 … p-1 move back one place
         state[row, w] = state[row, w - 1]
     state[row, 0] = (tag << k) | mask | bit
     return (mask & bit) != 0
+
+
+@njit(cache=True)
+def cache_access_timed(state, ready, cache_index, shape, addr):
+    """:func:`cache_access` that also keeps, per way, the cycle its line's data is there
+    (``ready``, the same shape as ``state``, moved with it): returns ``(hit, row, ready time)`` —
+    on a hit the line's ready time (a hit on a line whose fill is still on its way completes no
+    earlier: the request merges with the miss in flight), else -1. The line is then at way 0 of
+    ``row``; after a miss the caller writes its fill time to ``ready[row, 0]``."""
+    assoc, sector_shift, k = shape[1], shape[3], shape[5]
+    row, tag = cache_row(cache_index, shape, addr)
+    bit = 1 << ((addr >> sector_shift) & (k - 1))
+    p, mask = _way(state, row, tag, k, assoc)
+    hit = (mask & bit) != 0
+    r = ready[row, p] if hit else -1.0
+    for w in range(p, 0, -1):
+        state[row, w] = state[row, w - 1]
+        ready[row, w] = ready[row, w - 1]
+    state[row, 0] = (tag << k) | mask | bit
+    ready[row, 0] = r
+    return hit, row, r
