@@ -50,7 +50,7 @@ CACHE_FIXED_KB = (2, 4, 6, 8) + tuple(range(12, 65, 4))
 # L2-resident cache sets: the first window is at least CACHE_L2_WARM x the loads per thread that
 # miss while the L2 fills (kB / grid): the fill runs at DRAM speed, ~2-4x slower than L2 hits
 CACHE_L2_WARM = 8
-L2_WAVES = (1, 2)               # l2: waves of resident 1024-thread blocks (difference)
+L2_WAVES = (2, 4)               # l2: waves of resident 1024-thread blocks (difference; 1 and 2 let run 1's cold tail distort it)
 LAT_TIMED = 1024                # timed loads of the pointer chase
 LAT_WARM_CAP = 1 << 20          # chains up to 64 MB are walked once before the timed loads
 LAT_MAX_KB = 262144             # latency points above 256 MB are not simulated (TLB regime)
