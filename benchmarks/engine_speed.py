@@ -112,6 +112,12 @@ def timed_runs(inp, repeat: int):
     return res, walls, cpus
 
 
+def runs_line(walls, cpus, cycles) -> str:
+    """One line: the wall and CPU seconds of every engine run and the cycles they simulated."""
+    return (f"engine run x{len(walls)}: " + ", ".join(f"{w:.2f}" for w in walls) + " s wall; "
+            + ", ".join(f"{c:.2f}" for c in cpus) + f" s CPU; {cycles:,} simulated cycles each")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=10_000_000)
@@ -147,8 +153,7 @@ def main() -> None:
           f"(built in {t_build:.2f} s)")
     print(f"JIT compile/load (first call): {t_jit:.2f} s")
     print(f"lowering: {t_lower:.2f} s ({n / t_lower / 1e6:.1f} M rows/s)")
-    print(f"engine run x{len(walls)}: " + ", ".join(f"{w:.2f}" for w in walls) + " s wall; "
-          + ", ".join(f"{c:.2f}" for c in cpus) + f" s CPU; {res.cycles:,} simulated cycles each")
+    print(runs_line(walls, cpus, res.cycles))
     print(f"speed: best {n / min(cpus) / 1e6:.2f}, median {n / float(np.median(cpus)) / 1e6:.2f} million "
           f"simulated warp instructions per CPU second (one core); best {n / min(walls) / 1e6:.2f} per "
           "wall second")
@@ -216,8 +221,7 @@ def whole_gpu(args) -> None:
     print(f"JIT compile/load (first call, small whole-GPU run): {t_jit:.2f} s")
     print(f"load (memory-mapped): {t_load:.2f} s")
     print(f"lowering: {t_lower:.2f} s ({n / t_lower / 1e6:.1f} M rows/s, paging the memory-mapped trace in)")
-    print(f"engine run x{len(walls)}: " + ", ".join(f"{w:.2f}" for w in walls) + " s wall; "
-          + ", ".join(f"{c:.2f}" for c in cpus) + f" s CPU; {res.cycles:,} simulated cycles each")
+    print(runs_line(walls, cpus, res.cycles))
     print(f"speed: engine best {n / min(cpus) / 1e6:.2f}, median {n / float(np.median(cpus)) / 1e6:.2f} million "
           f"simulated warp instructions per CPU second (best {n / min(walls) / 1e6:.2f} per wall second); "
           f"end to end (load + lowering + best engine run, wall) {n / e2e / 1e6:.2f} million per second")
