@@ -280,3 +280,14 @@ def test_a_hit_on_a_line_still_being_filled_waits_for_the_fill(level):
     # a perfect cache of that level costs its hit latency only (the what-if ignores fills)
     free = run(make_input(**{**kw, "switches": {f"{level}_misses": False}}))
     assert free.timeline.tolist()[3] == 1 + (20 if level == "l1" else 100)
+
+
+def test_breakdown_averages_the_sms_that_ran_a_block():
+    """Two 50-instruction blocks on three SMs: SMs 0 and 1 issue every cycle 0-49, SM 2 runs no
+    block and idles. Every SM-cycle has a cause (issue 100, no_warp 50); the breakdown reported is
+    the average of the two busy SMs: 50 issue cycles, summing to the kernel's 50."""
+    r = run(alu_blocks([50, 50], sms=3, resident=2, deal=True))
+    assert r.cycles == 50
+    assert {k: v for k, v in r.meta["sm_cycle_stalls"].items() if v} == {"issue": 100, "no_warp": 50}
+    assert r.meta["stall_sms"] == 2
+    assert {k: v for k, v in r.stalls.items() if v} == {"issue": 50}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from teg import TegError
-from teg.engine.codes import CAUSE_NAMES, COUNTER_NAMES, NUM_CAUSES
+from teg.engine.codes import CAUSE_NAMES, COUNTER_NAMES, NO_WARP, NUM_CAUSES
 from teg.engine.core import X_DST, X_NWAW, X_SRC, simulate
 from teg.engine.input import I_RECORD_ORDER, I_SMS, I_TIMELINE, EngineInput
 from teg.engine.result import Result, make_result
@@ -56,9 +56,14 @@ def run(inp: EngineInput) -> Result:
     meta["sm_blocks"] = sm_end[:, 1].astype(np.int64).tolist()
     n_sms = int(inp.ipar[I_SMS])
     if n_sms > 1:
-        # every SM's cycles are charged: the breakdown of the average SM is reported
+        # every SM's cycles are charged; the breakdown reported is the average busy SM's (an SM
+        # that ran no block idles the whole kernel, all no_warp: it is left out, and said apart)
         meta["sm_cycle_stalls"] = {name: int(stall[i]) for i, name in enumerate(CAUSE_NAMES)}
-        stall = average_breakdown(stall, n_sms)
+        busy = sum(1 for b in meta["sm_blocks"] if b > 0) or n_sms
+        stall = stall.copy()
+        stall[NO_WARP] -= (n_sms - busy) * int(cycles)
+        meta["stall_sms"] = busy
+        stall = average_breakdown(stall, busy)
     return make_result(cycles, stall, counters, pc_count, pc_wait.astype(np.int64), sm_end[:, 0],
                        timeline.astype(np.int64) if record else None, meta,
                        order_out if order_out.shape[0] else None)

@@ -76,7 +76,11 @@ def result_text(r: Result, top_pcs: int = 10) -> str:
     for note in m.get("notes", []):
         lines.append(f"note        {note}")
     rows = [[k, str(v), f"{100.0 * v / r.cycles:.1f}%"] for k, v in sorted(r.stalls.items(), key=lambda kv: -kv[1]) if v]
-    lines += ["", "cycle breakdown (one cause per cycle)", _table(["cause", "cycles", "share"], rows)]
+    head = "cycle breakdown (one cause per cycle)"
+    if m.get("stall_sms"):
+        head = (f"cycle breakdown of the average SM that ran a block ({m['stall_sms']} SMs; one cause "
+                "per cycle of each)")
+    lines += ["", head, _table(["cause", "cycles", "share"], rows)]
     ops, pcs = m.get("opcodes"), m.get("pcs")
     if ops is not None and pcs is not None and top_pcs:
         order = sorted(range(len(ops)), key=lambda i: -int(r.pc_wait[i]))[:top_pcs]
