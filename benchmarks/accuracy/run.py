@@ -26,6 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
+from teg import TegError
+
 HERE = Path(__file__).resolve().parent
 KERNELS = HERE / "kernels"
 MEASURED = Path(os.environ.get("TEG_MEASURED", "/work/shared/measured"))
@@ -227,8 +229,8 @@ def trace(kind: str, arch: str, kernel: str, grid, block, args: list, tag: str, 
     if use_cache and path.exists():
         try:
             return prog, tt.load(path).kernels[0]
-        except Exception:       # a stale or partial file: regenerate
-            pass
+        except (TegError, OSError, ValueError) as err:     # a stale or partial file: regenerate it
+            print(f"accuracy: regenerating {path.name} ({err})", file=sys.stderr)
     res = emulate(prog, image, grid, block, args, max_rows=200_000_000)
     kt = res.kernel_trace
     # large traces (the cache/l2 families: hundreds of MB of addresses) cost more to write and read
