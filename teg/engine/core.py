@@ -267,10 +267,11 @@ def _depbar_wait(bs, bsc, bq, bqc, bqn, slot, db):
 
 
 @njit(cache=True)
-def _bar_write(bs, bsc, bq, bqc, bqn, slot, b, rt, rb, c1, c2):
+def _bar_write(bs, bsc, bq, bqc, bqn, slot, b, rt, rb, c1, c2, ring):
     """Dependency barrier ``b`` of the slot counts one more result, ready at ``rt`` (split ``rb``,
     causes ``c1``/``c2``): ``bs``/``bsc`` keep the latest (a wait for zero outstanding), the ring
-    ``bq``/``bqc`` the last NQ (``DEPBAR.LE`` with N > 0), ``bqn`` counts them. A plain jitted
+    ``bq``/``bqc`` the last NQ (``DEPBAR.LE`` with N > 0; kept only with ``ring``, i.e. when the
+    kernel has a DEPBAR or cp.async), ``bqn`` counts them. A plain jitted
     function (inlined by LLVM): as a closure numba would inline its IR at each of its three call
     sites, which lengthened the engine's cold compile by about a third."""
     if rt > bs[slot, b, RS_T]:
@@ -278,6 +279,8 @@ def _bar_write(bs, bsc, bq, bqc, bqn, slot, b, rt, rb, c1, c2):
         bs[slot, b, RS_B] = rb
         bsc[slot, b, RC_C1] = c1
         bsc[slot, b, RC_C2] = c2
+    if not ring:
+        return      # no DEPBAR.LE N > 0 in the kernel reads the ring: leave it (and its memory) alone
     q = bqn[slot, b] & (NQ - 1)
     bqn[slot, b] += 1
     bq[slot, b, q, RS_T] = rt
@@ -1240,15 +1243,16 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                 if not cc:
                     # without control codes the group is counted on its barrier (SB0 by default)
                     b = _nonneg(sx[x + X_WBAR])
-                    _bar_write(bs, bsc, bq, bqc, bqn, slot, b if b < NSB else 0, rd, rb, c1, c2)
+                    _bar_write(bs, bsc, bq, bqc, bqn, slot, b if b < NSB else 0, rd, rb, c1, c2, True)
             if cc:
                 b = _nonneg(sx[x + X_WBAR])
                 if b < NSB:
-                    _bar_write(bs, bsc, bq, bqc, bqn, slot, b, rd, rb, c1, c2)
+                    _bar_write(bs, bsc, bq, bqc, bqn, slot, b, rd, rb, c1, c2, has_async)
                 b = _nonneg(sx[x + X_RBAR])
                 if b < NSB:
                     rt = t + rbar_lat if sw_deps else t
-                    _bar_write(bs, bsc, bq, bqc, bqn, slot, b, rt, rt, sx[x + X_DEPCAUSE], sx[x + X_DEPCAUSE])
+                    _bar_write(bs, bsc, bq, bqc, bqn, slot, b, rt, rt, sx[x + X_DEPCAUSE], sx[x + X_DEPCAUSE],
+                               has_async)
             else:
                 for k in range(sx[x + X_NDST]):
                     r = _nonneg(sx[x + X_DST + k])
