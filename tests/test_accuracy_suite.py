@@ -55,7 +55,8 @@ def test_tiny_traces_generate(acc, tmp_path, monkeypatch):
                       ["B=rand:float32:512", "out=zeros:float32:256", "per_sweep=2", "loads=6"], "t", use_cache=False)
     assert kt.num_warps == 16 and _active_loads(kt) == 16 * 6
     _, kt = acc.trace("cache", "sm_90", "cache_sum", 2, 256,
-                      ["B=rand:float32:768", "out=zeros:float32:256", "per_sweep=3", "loads=5"], "t", use_cache=False)
+                      ["B=rand:float32:768", "out=zeros:float32:256", "per_sweep=3", "loads=5", "mult=1"], "t",
+                      use_cache=False)
     assert kt.num_warps == 16 and _active_loads(kt) == 16 * 5
     # l2: 3 blocks over 2 slices of 2 float2 per thread
     _, kt = acc.trace("l2cache", "sm_80", "l2_sum", 3, 1024,
@@ -106,12 +107,14 @@ def test_cache_kernels(acc, arch):
     from teg.emu import emulate
     prog, image = acc.program("cache", arch, "cache_sum")
     grid, kb, loads = 8, 20, 28                   # 28 loads from the block's phase: wraps once
+    mult = acc.phase_multiplier(grid)             # 5: coprime with 8, nearest 8 / golden ratio
+    assert mult == 5 and acc.phase_multiplier(864) == 535 and acc.phase_multiplier(912) == 565
     kt = emulate(prog, image, grid, 256, [f"B=rand:float32:{kb * 256}", "out=zeros:float32:256",
-                                          f"per_sweep={kb}", f"loads={loads}"]).kernel_trace
+                                          f"per_sweep={kb}", f"loads={loads}", f"mult={mult}"]).kernel_trace
     for b in range(grid):
         w = 8 * b + 3
         assert kt.warp_block[w] == b
-        start = b * kb // grid
+        start = (b * mult % grid) * kb // grid   # the block's permuted phase
         assert Counter(_load_positions(kt, w)) == Counter((start + i) % kb for i in range(loads))
     row = next(i for i in range(kt.num_rows) if kt.mask[i] and kt.opcodes[kt.opcode[i]].startswith("LDG"))
     a = np.sort(kt.row_addresses(row))

@@ -296,6 +296,18 @@ def cache_launch(kb: int, run: int, grid: int = 1 << 30, l2_bytes: int = 0) -> t
     return "cache_sum", w
 
 
+def phase_multiplier(grid: int) -> int:
+    """The window kernel's phase permutation ``q = b * mult mod grid``: the integer nearest
+    ``grid / golden ratio`` that is coprime with ``grid`` (a permutation that spreads consecutive
+    blocks — consecutive SMs of the first wave, one L2 partition — over the whole buffer)."""
+    target = round(grid / 1.6180339887)
+    for d in range(grid):
+        for m in (target + d, target - d):
+            if 0 < m < grid and math.gcd(m, grid) == 1:
+                return m
+    return 1
+
+
 def predict_cache(p: Point):
     table, arch = GPUS[p.gpu]
     m = machine(table)
@@ -305,6 +317,8 @@ def predict_cache(p: Point):
     for i in range(len(CACHE_LOADS)):
         kernel, loads = cache_launch(kb, i, blocks, m.memory.l2.size_bytes)
         args = [f"B=rand:float32:{kb * 256}", "out=zeros:float32:256", f"per_sweep={kb}", f"loads={loads}"]
+        if kernel == "cache_sum":
+            args.append(f"mult={phase_multiplier(blocks)}")
         prog, kt = trace("cache", arch, kernel, blocks, 256, args, f"g{blocks}k{kb}l{loads}")
         res = engine(prog, kt, m)
         runs.append((blocks * 256 * 4 * loads, res))

@@ -7,9 +7,12 @@
 //    is): LDG + FADD per load and a pointer add per sweep (2.1-2.7 instructions per load, 3.2 for
 //    the 2 kB set);
 //  * larger sets: a window of `loads` consecutive loads that block b starts at sweep position
-//    (b * per_sweep) / gridDim.x, wrapping at the end of the buffer: the blocks' phases are spread
-//    evenly over the sweep, as they are (uniformly) after many repeats on the GPU. Contiguous runs
-//    are unrolled 8 times into 8 independent sums.
+//    (q * per_sweep) / gridDim.x with q = (b * mult) mod gridDim.x, wrapping at the end of the
+//    buffer: the blocks' phases are spread evenly over the sweep, as they are (uniformly) after many
+//    repeats on the GPU, and `mult` (coprime with the grid, near gridDim.x / golden ratio) spreads
+//    the phases of consecutive blocks — which the first wave puts on consecutive SMs, hence in one
+//    L2 partition — over the whole buffer, as on the GPU every SM ends up reading all of it.
+//    Contiguous runs are unrolled 8 times into 8 independent sums.
 #define LOAD8(p, s)                                                                                   \
     s[0] += (p)[0];    s[1] += (p)[256];  s[2] += (p)[512];  s[3] += (p)[768];                      \
     s[4] += (p)[1024]; s[5] += (p)[1280]; s[6] += (p)[1536]; s[7] += (p)[1792];
@@ -51,9 +54,11 @@ __device__ __forceinline__ void window(const float *base, int per_sweep, int k, 
     if (t == 1.2345f) out[threadIdx.x] = t;   /* never true: keeps the loads alive */
 
 // any set size: the phase-spread window (used for the sets above 64 kB)
-extern "C" __global__ void __launch_bounds__(256, 8) cache_sum(const float *B, float *out, int per_sweep, int loads) {
+extern "C" __global__ void __launch_bounds__(256, 8) cache_sum(const float *B, float *out, int per_sweep, int loads,
+                                                               int mult) {
     float s[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
-    window(B + threadIdx.x, per_sweep, (int)((blockIdx.x * (unsigned)per_sweep) / gridDim.x), loads, s);
+    unsigned q = (blockIdx.x * (unsigned)mult) % gridDim.x;
+    window(B + threadIdx.x, per_sweep, (int)((q * (unsigned)per_sweep) / gridDim.x), loads, s);
     EPILOGUE
 }
 
