@@ -126,60 +126,38 @@ def stream_points(gpus, quick):
     return pts
 
 
-def cache_points(gpus, quick):
-    pts = []
+def _sampled(name: str, gpus, quick: bool, quick_gpu: str, key: str, quick_values, every: int,
+             keep=lambda r: True) -> list[dict]:
+    """Rows of measured file ``name`` for ``gpus``: every ``every``-th per GPU (and its last), or
+    with ``quick`` only ``quick_gpu``'s rows whose ``key`` is one of ``quick_values``."""
+    out = []
     for g in gpus:
-        rows = [r for r in _read("cache_bandwidth.csv") if r["gpu"] == g]
-        if not rows:
-            continue
+        rows = [r for r in _read(name) if r["gpu"] == g and keep(r)]
         if quick:
-            if g != "h100_pcie":
-                continue
-            rows = [r for r in rows if int(r["data_set_kB"]) in (16, 4044)]
-        else:
-            rows = _every(rows, 4)
-        for r in rows:
-            pts.append(Point("cache", g, f"{r['data_set_kB']} kB", {"kB": int(r["data_set_kB"])},
-                             float(r["GBps"]), "GB/s"))
-    return pts
+            out += [r for r in rows if g == quick_gpu and int(r[key]) in quick_values]
+        elif rows:
+            out += _every(rows, every)
+    return out
+
+
+def cache_points(gpus, quick):
+    return [Point("cache", r["gpu"], f"{r['data_set_kB']} kB", {"kB": int(r["data_set_kB"])},
+                  float(r["GBps"]), "GB/s")
+            for r in _sampled("cache_bandwidth.csv", gpus, quick, "h100_pcie", "data_set_kB", (16, 4044), 4)]
 
 
 def l2_points(gpus, quick):
-    pts = []
-    for g in gpus:
-        rows = [r for r in _read("l2_cache_bandwidth.csv") if r["gpu"] == g]
-        if not rows:
-            continue
-        if quick:
-            if g != "a100_80":
-                continue
-            rows = [r for r in rows if int(r["total_data_kB"]) in (4096,)]
-        else:
-            rows = _every(rows, 8)
-        for r in rows:
-            pts.append(Point("l2", g, f"{r['total_data_kB']} kB (slice {r['block_data_kB']} kB)",
-                             {"slice_kB": int(r["block_data_kB"]), "total_kB": int(r["total_data_kB"])},
-                             float(r["GBps"]), "GB/s"))
-    return pts
+    return [Point("l2", r["gpu"], f"{r['total_data_kB']} kB (slice {r['block_data_kB']} kB)",
+                  {"slice_kB": int(r["block_data_kB"]), "total_kB": int(r["total_data_kB"])},
+                  float(r["GBps"]), "GB/s")
+            for r in _sampled("l2_cache_bandwidth.csv", gpus, quick, "a100_80", "total_data_kB", (4096,), 8)]
 
 
 def latency_points(gpus, quick):
-    pts = []
-    for g in gpus:
-        rows = [r for r in _read("pointer_chase_latency.csv") if r["gpu"] == g
-                and int(r["data_set_kB"]) <= LAT_MAX_KB]
-        if not rows:
-            continue
-        if quick:
-            if g != "a100_40":
-                continue
-            rows = [r for r in rows if int(r["data_set_kB"]) in (30, 2016, 125026)]
-        else:
-            rows = _every(rows, 6)
-        for r in rows:
-            pts.append(Point("latency", g, f"{r['data_set_kB']} kB", {"kB": int(r["data_set_kB"])},
-                             float(r["cycles_per_load"]), "cyc/load"))
-    return pts
+    rows = _sampled("pointer_chase_latency.csv", gpus, quick, "a100_40", "data_set_kB", (30, 2016, 125026), 6,
+                    keep=lambda r: int(r["data_set_kB"]) <= LAT_MAX_KB)
+    return [Point("latency", r["gpu"], f"{r['data_set_kB']} kB", {"kB": int(r["data_set_kB"])},
+                  float(r["cycles_per_load"]), "cyc/load") for r in rows]
 
 
 def polybench_points(gpus, quick):
