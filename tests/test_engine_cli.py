@@ -86,7 +86,8 @@ def test_unknown_opcodes_are_an_error_or_timed_as_alu_with_exit_1(tmp_path):
 
     from teg.cli import main
 
-    text = ("-kernel name = k\n-grid dim = (1,1,1)\n-block dim = (32,1,1)\n-binary version = 90\n"
+    text = ("-kernel name = k\n-grid dim = (1,1,1)\n-block dim = (32,1,1)\n-shmem = 0\n-nregs = 8\n"
+            "-binary version = 90\n"
             "-accelsim tracer version = 4\n\n#traces format\n\n#BEGIN_TB\n\nthread block = 0,0,0\n\n"
             "warp = 0\ninsts = 2\n0000 ffffffff 0 FROBNICATE 0 0\n0010 ffffffff 0 EXIT 0 0\n\n#END_TB\n")
     path = tmp_path / "kernel-1.traceg"

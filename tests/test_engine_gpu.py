@@ -205,30 +205,59 @@ def test_lowering_simulates_every_sm_by_default():
     assert one.meta["sms"] == 1 and one.meta["dealing"] == "round-robin"
 
 
-@pytest.mark.parametrize("l2,ack", [(None, 300), (L2, 100)])
-def test_a_block_holds_its_slot_until_its_stores_are_acknowledged(l2, ack):
-    """One SM, one resident block; block 0's warp issues a store (store=2: a write) and exits at
-    once; block 1 (one 1-cycle instruction) starts only when block 0 has retired — its store
-    acknowledged. Without an L2 the write completes in DRAM (0 + 300); with the write-back L2 the
-    slice acknowledges it after its latency (100) although it misses: the idle channel takes the
-    write-back at once. The kernel ends at ack + 1, not at 2."""
+def store_then_next_block(launch_latency=0.0, l2=None, **kw):
+    """One SM, one resident block; block 0's warp issues a store (static 0, store=2: a write) and
+    exits at once; block 1 issues one 1-cycle instruction (static 1)."""
     tx = [[(0, 32, 0)], []]
-    inp = make_input(lat_exec=[0, 1], lat_multi=[1, 1], lat_same=[1, 1], dst=[[], [5]], src=[[4], []],
-                     mem=[MEM_GLOBAL, 0], store=[2, 0], depcause=[DEP_GLOBAL, INT], rows_per_warp=[[0], [1]],
-                     warps_per_block=1, tx=tx, sms=1, resident=1, deal=True, dram_latency=300.0, channels=1,
-                     l2=l2)
-    r = run(inp)
-    assert r.timeline.tolist() == [0, ack]
-    assert r.cycles == ack + 1
+    return make_input(lat_exec=[0, 1], lat_multi=[1, 1], lat_same=[1, 1], dst=[[], [5]], src=[[4], []],
+                      mem=[MEM_GLOBAL, 0], store=[2, 0], depcause=[DEP_GLOBAL, INT], rows_per_warp=[[0], [1]],
+                      warps_per_block=1, tx=tx, sms=1, resident=1, deal=True, dram_latency=300.0, channels=1,
+                      l2=l2, launch_latency=launch_latency, **kw)
+
+
+@pytest.mark.parametrize("l2,ack", [(None, 300), (L2, 100)])
+def test_a_block_retires_with_its_stores_in_flight_and_the_kernel_waits_for_them(l2, ack):
+    """Block 0's store leaves the registers at its read-barrier release (0 + 1): the block retires
+    then and block 1 issues at cycle 1, while the write is still on its way. The kernel ends when
+    the write is acknowledged: without an L2 it completes in DRAM (0 + 300); with the write-back
+    L2 the slice acknowledges it after its latency (100) although it misses."""
+    r = run(store_then_next_block(l2=l2))
+    assert r.timeline.tolist() == [0, 1]
+    assert r.cycles == ack
     if l2 is not None:
         assert r.counters["dram_transactions"] == 1
 
 
+@pytest.mark.parametrize("launch", [0.0, 1.0, 50.0, 350.0])
+def test_the_next_block_issues_a_launch_latency_after_the_slot_frees(launch):
+    """The block turnaround (machine table ``block_launch_cycles``): block 0's warp exits at its
+    last issue (cycle 0) and its store has left the registers at 1, so block 1's instruction issues
+    at max(0 + launch, 1) (at least one cycle after the exit); the kernel ends at the later of
+    that instruction's completion and the store's acknowledgement (L2 latency 100)."""
+    r = run(store_then_next_block(launch_latency=launch, l2=L2))
+    second = max(launch, 1.0)
+    assert r.timeline.tolist() == [0, second]
+    assert r.cycles == max(second + 1, 100)
+    # the what-if `block_launch` removes the turnaround: the next block issues at 1
+    off = run(store_then_next_block(launch_latency=launch, l2=L2, switches={"block_launch": False}))
+    assert off.timeline.tolist() == [0, 1]
+    assert off.cycles <= r.cycles
+
+
+def test_the_first_wave_starts_at_cycle_zero_whatever_the_launch_latency():
+    """The launch latency separates a retiring block from the next one on its SM; the blocks of
+    the first wave start with the kernel (cycle 0): 3 SMs x 1 block of 10 instructions end at 10
+    with any launch latency, and a fourth block on SM 0 starts at 9 + 200."""
+    assert run(alu_blocks([10, 10, 10], sms=3, resident=1, deal=True, launch_latency=200.0)).cycles == 10
+    assert run(alu_blocks([10, 10, 10, 10], sms=3, resident=1, deal=True, launch_latency=200.0)).cycles == 9 + 200 + 10
+
+
 def test_writes_wait_for_a_busy_channel():
     """Two stores to one channel that needs 200 cycles per 32 B: the second write's L2 ack waits
-    until the channel can take its write-back (start 200), so the block retires at 200 and the
-    second block's instruction issues at 200 (a write-back L2 cannot absorb writes faster than
-    the DRAM drains them)."""
+    until the channel can take its write-back (start 200): a write-back L2 cannot absorb writes
+    faster than the DRAM drains them. The block retires when the second store's data have left
+    the registers (1 + 1), so the next block's instruction issues at 2, and the kernel ends with
+    the second write's acknowledgement at 200."""
     tx = [[(0, 32, 0)], [(4096, 32, 0)], []]
     inp = make_input(lat_exec=[0, 0, 1], lat_multi=[1] * 3, lat_same=[1] * 3, dst=[[], [], [5]],
                      src=[[4], [4], []], mem=[MEM_GLOBAL, MEM_GLOBAL, 0], store=[2, 2, 0],
@@ -237,7 +266,8 @@ def test_writes_wait_for_a_busy_channel():
                      service_per_byte=200 / 32, l2=L2)
     r = run(inp)
     # store 0 at 0: ack 100; store 1 at 1: channel free at 200 → ack max(1 + 100, 200) = 200
-    assert r.timeline.tolist() == [0, 1, 200]
+    assert r.timeline.tolist() == [0, 1, 2]
+    assert r.cycles == 200
 
 
 def test_sub_partitions_take_turns_at_the_sms_shared_unit():

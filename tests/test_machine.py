@@ -401,7 +401,8 @@ def test_unit_rates_match_published_lane_counts(name, opcode, lanes_per_sm):
 
 @pytest.mark.parametrize("name, fma_per_clk_per_sm", [("sm_80", 4 * 256), ("sm_90", 4 * 512), ("sm_86", 4 * 128)])
 def test_tensor_rates_match_per_core_fma_counts(name, fma_per_clk_per_sm):
-    """HMMA.16816 (m16n8k16 = 2048 FMA per warp instruction) at 4 tensor cores per SM (facts §2.2)."""
+    """HMMA.16816 (m16n8k16 = 2048 FMA per warp instruction) at 4 tensor cores per SM (A100, H100 and
+    GA102 whitepapers)."""
     m = tm.load(name)
     assert per_sm_rate(m, "HMMA.16816.F16") * 16 * 8 * 16 == pytest.approx(fma_per_clk_per_sm)
 

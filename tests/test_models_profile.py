@@ -17,14 +17,9 @@ from teg import UnknownOpcodeWarning
 from teg.machine.model import (Cache, GlobalMemory, Latency, Limits, Machine, OpInfo, SharedMemory, Unit)
 from teg.models.profile import ProfileError, profile_from
 
-VECTORADD = Path("/work/shared/external_traces/microgpusim/vectoradd-100-32-trace")
-MATRIXMUL = Path("/work/shared/external_traces/microgpusim/matrixmul-32-32-trace")
-HERE = Path(__file__).parent / "data"
-
-
-def _trace_dir(name, fallback):
-    local = HERE / "traces" / "microgpusim" / name
-    return local if local.is_dir() else fallback
+TRACES = Path(__file__).parent / "data" / "traces" / "microgpusim"     # provenance: data/traces/SOURCES.md
+VECTORADD = TRACES / "vectoradd-100-32-trace"
+MATRIXMUL = TRACES / "matrixmul-32-32-trace"
 
 
 def pascal_like(coalescing="sector", sm=61, l1=None, l2=None):
@@ -63,10 +58,7 @@ def pascal_like(coalescing="sector", sm=61, l1=None, l2=None):
 def vectoradd():
     from teg.trace import load
 
-    d = _trace_dir("vectoradd-100-32-trace", VECTORADD)
-    if not d.is_dir():
-        pytest.skip("vectoradd trace not available")
-    return load(d, cache=False).kernels[0]
+    return load(VECTORADD, cache=False).kernels[0]
 
 
 def test_vectoradd_counts_by_hand(vectoradd):
@@ -186,10 +178,7 @@ def test_occupancy_and_launch_shape(vectoradd):
 def matrixmul():
     from teg.trace import load
 
-    d = _trace_dir("matrixmul-32-32-trace", MATRIXMUL)
-    if not d.is_dir():
-        pytest.skip("matrixmul trace not available")
-    return d, load(d, cache=False).kernels[0]
+    return MATRIXMUL, load(MATRIXMUL, cache=False).kernels[0]
 
 
 def _text_counts(path):

@@ -32,7 +32,7 @@ def test_missing_tool_error_says_how_to_install(monkeypatch, tmp_path):
     monkeypatch.delenv("CUDA_PATH", raising=False)
     monkeypatch.setattr(binaries, "wheel_bin_dirs", lambda: [])
     monkeypatch.setattr(binaries, "candidate_dirs",
-                        lambda: [tmp_path / "cuda" / "bin", tmp_path / "nothing" / "bin"])
+                        lambda name="": [tmp_path / "cuda" / "bin", tmp_path / "nothing" / "bin"])
     with pytest.raises(ToolNotFoundError) as info:
         binaries.find_tool("cuobjdump")
     msg = str(info.value)
@@ -49,6 +49,51 @@ def test_cuda_home_is_searched(monkeypatch, tmp_path):
     monkeypatch.setenv("CUDA_HOME", str(tmp_path / "cuda"))
     monkeypatch.setattr(binaries, "wheel_bin_dirs", lambda: [])
     assert binaries.find_tool("nvdisasm") == exe
+
+
+def _fake_wheel(site: Path, tool: str, mode: int = 0o755) -> Path:
+    """A pip-wheel layout: site/nvidia/cu99/bin/<tool> plus its distribution's RECORD."""
+    exe = site / "nvidia" / "cu99" / "bin" / tool
+    exe.parent.mkdir(parents=True)
+    exe.write_text("#!/bin/sh\n")
+    exe.chmod(mode)
+    info = site / "nvidia_cuda_fake-99.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: nvidia-cuda-fake\nVersion: 99.0\n")
+    (info / "RECORD").write_text(f"nvidia/cu99/bin/{tool},,\nnvidia_cuda_fake-99.0.dist-info/METADATA,,\n")
+    return exe
+
+
+def _no_other_places(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.delenv("CUDA_HOME", raising=False)
+    monkeypatch.delenv("CUDA_PATH", raising=False)
+
+
+def test_wheel_found_through_the_nvidia_namespace(monkeypatch, tmp_path):
+    exe = _fake_wheel(tmp_path / "site", "faketool")
+    _no_other_places(monkeypatch, tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    monkeypatch.setattr(binaries, "wheel_record_dirs", lambda name: [])
+    assert binaries.find_tool("faketool") == exe
+
+
+def test_wheel_found_through_its_file_list(monkeypatch, tmp_path):
+    """Where the namespace lookup finds nothing (another package named nvidia first on sys.path),
+    the distribution's RECORD still names the tool."""
+    exe = _fake_wheel(tmp_path / "site", "faketool")
+    _no_other_places(monkeypatch, tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    monkeypatch.setattr(binaries, "wheel_bin_dirs", lambda: [])
+    assert binaries.find_tool("faketool") == exe
+
+
+def test_tool_that_is_not_executable_is_named(monkeypatch, tmp_path):
+    exe = _fake_wheel(tmp_path / "site", "faketool", mode=0o644)
+    _no_other_places(monkeypatch, tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    with pytest.raises(ToolNotFoundError, match=f"faketool found but not executable: {exe}"):
+        binaries.find_tool("faketool")
 
 
 def test_binary_sniffing():

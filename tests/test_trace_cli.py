@@ -157,7 +157,8 @@ def test_info_with_opcodes_unknown_to_the_table_reports_them_and_exits_1(tmp_pat
 
     from teg.cli import main
 
-    text = ("-kernel name = k\n-grid dim = (1,1,1)\n-block dim = (32,1,1)\n-binary version = 90\n"
+    text = ("-kernel name = k\n-grid dim = (1,1,1)\n-block dim = (32,1,1)\n-shmem = 0\n-nregs = 8\n"
+            "-binary version = 90\n"
             "-accelsim tracer version = 4\n\n#traces format\n\n#BEGIN_TB\n\nthread block = 0,0,0\n\n"
             "warp = 0\ninsts = 1\n0000 ffffffff 0 FROBNICATE 0 0\n\n#END_TB\n")
     path = tmp_path / "kernel-1.traceg"

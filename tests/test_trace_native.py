@@ -76,7 +76,7 @@ def test_converted_cache_is_reused(tmp_path):
 def test_convert_both_directions(tmp_path):
     native = tt.convert(SAMPLES[1] / "kernelslist.g", tmp_path / "mm.npz")
     text = tt.convert(native, tmp_path / "mm-text")
-    assert sorted(f.name for f in text.iterdir()) == ["kernel-1.traceg", "kernelslist.g"]
+    assert sorted(f.name for f in text.iterdir()) == [".teg-output", "kernel-1.traceg", "kernelslist.g"]
     assert (text / "kernelslist.g").read_text().startswith("MemcpyHtoD,0x")
     assert_same_trace(tt.load(native), tt.load(text, cache=tmp_path / "c"))
     repacked = tt.convert(tt.save(tt.load(native), tmp_path / "mm-dir"), tmp_path / "again.npz")
@@ -150,10 +150,10 @@ def test_never_overwrites_a_folder_that_is_not_a_trace(tmp_path):
     precious = tmp_path / "docs"
     precious.mkdir()
     (precious / "notes.txt").write_text("keep me")
-    with pytest.raises(tt.TraceOutputError, match=r"docs: exists and is not a teg trace"):
-        tt.convert(SAMPLES[0], precious)
-    with pytest.raises(tt.TraceOutputError, match=r"docs: exists and is not an empty folder"):
-        tt.write_accelsim(tt.load(SAMPLES[0], cache=tmp_path / "c"), precious)
+    with pytest.raises(tt.TraceOutputError, match=r"docs: is a folder that teg did not write; not replacing it"):
+        tt.convert(SAMPLES[0], precious, force=True)
+    with pytest.raises(tt.TraceOutputError, match=r"docs: is a folder that teg did not write; not replacing it"):
+        tt.write_accelsim(tt.load(SAMPLES[0], cache=tmp_path / "c"), precious, force=True)
     assert [p.name for p in precious.iterdir()] == ["notes.txt"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c", "docs"]
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import lzma
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -304,5 +305,7 @@ def test_random_traces_read_exactly_and_round_trip(tmp_path_factory, case):
     assert_matches(kt, expected(blocks, grid=(4, 1, 1)), line_num=lineinfo)
     tt.write_accelsim(tt.Trace([kt]), tmp / "back")
     again = tt.load(tmp / "back", cache=tmp / "cache2").kernels[0]
-    assert_matches(again, expected(blocks, grid=(4, 1, 1)), line_num=lineinfo)
+    # written as the tracer writes for Accel-Sim's parser: at most 4 sources (MAX_SRC), the rest as read
+    as_written = [Block(b.xyz, [[replace(r, src=r.src[:4]) for r in w] for w in b.warps], b.cluster) for b in blocks]
+    assert_matches(again, expected(as_written, grid=(4, 1, 1)), line_num=lineinfo)
     assert again.info == kt.info

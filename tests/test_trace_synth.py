@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-# opcode → bytes per lane as the tracer computes it (hand-derived from research/accelsim_trace_format.md §6)
+# opcode → bytes per lane as the tracer computes it (hand-derived from get_datawidth_from_opcode,
+# accel-sim-framework gpu-simulator/trace-parser/trace_parser.cc)
 MEM_WIDTH = {"LDG.E.128.SYS": 16, "LDG.E.64": 8, "STG.E.SYS": 4, "LDG.E.U8": 1, "LDS.U.16": 2,
              "ATOMG.E.ADD.F32.FTZ.RN.STRONG.GPU": 4, "LDS.U.32": 4, "LD.E.64": 8, "STS.128": 16}
 ALU_OPS = ["IMAD.MOV.U32", "FFMA", "ISETP.GE.AND", "BRA", "EXIT", "S2R", "HGMMA.64x128x16.F32", "UIADD3", "BAR.SYNC"]
@@ -180,7 +181,7 @@ def assert_matches(kt, exp: dict[str, np.ndarray], line_num: bool = False) -> No
 # ---- the synthesizer's own checks -----------------------------------------------------------------
 
 def test_row_text_matches_tracer_examples():
-    # lines from research/accelsim_trace_format.md §5 (real tracer output)
+    # lines in the tracer's format (versions 3-5), modelled on real tracer output
     r = Row(0x98, 0xFFFFFFFF, "LDG.E.64", ["R4"], ["R4"], mem=True, mode=1, addrs=[0x7FD165500000 + 8 * i for i in range(32)])
     assert row_text(r, 4, False, (0, 0, 0, 0)) == "0098 ffffffff 1 R4 LDG.E.64 1 R4 8 1 0x7fd165500000 8 "
     r = Row(0x1A0, 0x1, "STG.E.SYS", [], ["R2", "R11"], mem=True, mode=2, addrs=[0x7FB01FE00C00])

@@ -406,11 +406,16 @@ def predict_polybench(p: Point):
         if app == "bicg" and kid == 0:
             mk = lambda s: [f"A=rand:float32:{s * n}", f"r=rand:float32:{s}", f"s=zeros:float32:{n}", f"nx={s}", f"ny={n}"]
             kern = "bicg_s"
-        elif app == "bicg":
-            mk = lambda s: [f"A=rand:float32:{n * s}", f"p=rand:float32:{s}", f"q=zeros:float32:{n}", f"nx={n}", f"ny={s}"]
+        elif app == "bicg":                  # row per thread: short rows at the full pitch n
+            mk = lambda s: [f"A=rand:float32:{n * n}", f"p=rand:float32:{s}", f"q=zeros:float32:{n}", f"nx={n}",
+                            f"ny={s}", f"lda={n}"]
             kern = "bicg_q"
-        else:                                # mvt: a is n x m (launch 0) or m x n (launch 1)
-            kern = "mvt_x1" if kid == 0 else "mvt_x2"
+        elif kid == 0:                       # mvt launch 0: a is n x m, row per thread, pitch n
+            kern = "mvt_x1"
+            mk = lambda s: [f"a=rand:float32:{n * n}", f"x=zeros:float32:{n}", f"y=rand:float32:{s}",
+                            f"n={n}", f"m={s}", f"lda={n}"]
+        else:                                # mvt launch 1: a is m x n (its first m rows)
+            kern = "mvt_x2"
             mk = lambda s: [f"a=rand:float32:{n * s}", f"x=zeros:float32:{n}", f"y=rand:float32:{s}",
                             f"n={n}", f"m={s}"]
         cyc, ins = lin(kern, n // 256, 256, mk, short, n, lambda s: f"s{s}")

@@ -24,6 +24,7 @@ from teg.models import MODELS
 from teg.models.params import ModelParameterError, ModelParams, params_for
 from teg.models.profile import KernelProfile, ProfileError, profile_from
 from teg.models.result import plain
+from teg.textfile import TextFileError, read_text
 
 ROW_ORDER = ("engine", *MODELS)
 
@@ -109,7 +110,10 @@ def engine_row(program, kernel_trace, machine, options=None) -> Row:
 def compare(program, kernel_trace, machine, *, options=None, measured: float | None = None,
             overrides: Mapping[str, float] | None = None, models: Iterable[str] | None = None,
             engine: bool = True, unknown: str = "error", profile: KernelProfile | None = None) -> Comparison:
-    """Engine + analytical models for one kernel launch on one machine (see module docstring)."""
+    """Engine + analytical models for one kernel launch on one machine (see module docstring).
+    ``measured`` must be a positive finite cycle count (:class:`MeasuredDataError` otherwise)."""
+    if measured is not None and not (isinstance(measured, (int, float)) and math.isfinite(measured) and measured > 0):
+        raise MeasuredDataError(f"measured cycles must be a positive finite number, got {measured!r}")
     prof = profile or profile_from(program, kernel_trace, machine, unknown=unknown)
     params = params_for(machine, overrides)
     rows = [engine_row(program, kernel_trace, machine, options)] if engine else []
@@ -138,7 +142,10 @@ def load_measured(path: str | Path, kernel: str, kernel_id: int | None = None, w
 
     A name matches the kernel's mangled name, a substring of it, or its id."""
     p = Path(path)
-    text = p.read_text()
+    try:
+        text = read_text(p, 1 << 26, "measured-data file")
+    except TextFileError as exc:
+        raise MeasuredDataError(str(exc)) from None
     entries: dict[str, Any]
     if p.suffix.lower() == ".json" or text.lstrip().startswith("{"):
         try:

@@ -23,6 +23,7 @@ class SweepRow:
     throughput: float        # warp instructions per cycle
     speedup: float           # throughput / throughput of the first row
     meta: dict = field(default_factory=dict, compare=False, repr=False)   # the run's (lowering's) meta
+    stalls: dict = field(default_factory=dict, compare=False, repr=False)  # the run's stall breakdown
 
     def to_dict(self) -> dict:
         return {"warps": self.warps, "blocks": self.blocks, "cycles": self.cycles,
@@ -47,5 +48,5 @@ def sweep(program, kernel_trace, machine, options: Options | None = None, warps=
             first = thr
         rows.append(SweepRow(warps=int(inp.meta["warps"]), blocks=None if warps is not None else p, cycles=r.cycles,
                              instructions=r.instructions, throughput=thr, speedup=thr / first if first else 0.0,
-                             meta=r.meta))
+                             meta=r.meta, stalls=r.stalls))
     return rows

@@ -18,6 +18,18 @@ from teg import TegError, UnknownOpcodeWarning, __version__
 EXIT_UNKNOWN_OPCODES = 1
 
 
+def error_line(exc: BaseException) -> str:
+    """One line for a user error: its message, or for an operating-system error raised by Python
+    itself (no message of teg's own) ``FILE: reason`` (``out/x.npz: Not a directory``)."""
+    if isinstance(exc, OSError) and exc.strerror and not isinstance(exc, TegError):
+        names = " -> ".join(str(f) for f in (exc.filename, exc.filename2) if f is not None)
+        msg = f"{names}: {exc.strerror}" if names else exc.strerror
+    else:
+        msg = str(exc) or exc.__class__.__name__
+    # one line: control characters a damaged input carried into the message are shown escaped
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in " ".join(msg.split("\n"))).strip()
+
+
 def user_errors(fn):
     """Decorator: turn :class:`TegError` (and file errors) into a one-line message and exit code 2."""
 
@@ -27,9 +39,8 @@ def user_errors(fn):
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always", UnknownOpcodeWarning)
                 result = fn(*args, **kwargs)
-        except (TegError, FileNotFoundError, IsADirectoryError, PermissionError, LookupError) as exc:
-            msg = str(exc) or exc.__class__.__name__
-            click.echo(f"teg: error: {msg}", err=True)
+        except (TegError, OSError, LookupError) as exc:
+            click.echo(f"teg: error: {error_line(exc)}", err=True)
             sys.exit(2)
         unknown = False
         for w in caught:
@@ -52,7 +63,7 @@ def _register() -> None:
     """Import the subcommand modules (each adds itself to ``main``)."""
     import importlib
 
-    for mod in ("parse", "machines", "trace", "trace_run", "estimate", "compare", "validate"):
+    for mod in ("parse", "machines", "trace", "trace_run", "trace_cache", "estimate", "compare", "validate"):
         try:
             importlib.import_module(f"teg.cli.{mod}")
         except ModuleNotFoundError as exc:  # a subcommand module not written yet

@@ -8,18 +8,23 @@ from __future__ import annotations
 import click
 
 from teg.cli import main, user_errors
+from teg.cli.application import applications
+from teg.cli.reports import EstimateReports, check_plot, estimate_report_options, plot_option
 
 EXAMPLE_SASS = "matmul_abt.sm_90.sass"
 EXAMPLE_TRACE = "matmul_abt.sm_90.trace.npz"
 
 
-def _int_list(text: str) -> list[int]:
+def _int_list(text: str, option: str = "--warps") -> list[int]:
+    """``"1,2,4"`` → [1, 2, 4]; anything else (empty, not integers, below 1) is a one-line error."""
+    from teg.engine.options import OptionsError
+
     try:
         vals = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise click.BadParameter(f"expected comma-separated integers, got {text!r}") from None
+        raise OptionsError(f"{option} {text!r}: expected comma-separated integers") from None
     if not vals or min(vals) < 1:
-        raise click.BadParameter(f"expected positive integers, got {text!r}")
+        raise OptionsError(f"{option} {text!r}: expected comma-separated positive integers")
     return vals
 
 
@@ -29,7 +34,8 @@ def input_options(fn):
         click.option("--sass", type=click.Path(), default=None, help="SASS text (cuobjdump/nvdisasm) or a cubin/ELF"),
         click.option("--trace", "trace_path", type=click.Path(), default=None,
                      help="instruction trace: Accel-Sim kernelslist.g/.traceg[.xz] or a teg native trace"),
-        click.option("--kernel", default=None, help="kernel name (mangled or demangled, or a substring)"),
+        click.option("--kernel", default=None, help="kernel name (mangled or demangled, or a substring); of an "
+                     "application's kernels also ids 1,4-9 or re:PATTERN (several: the application report)"),
         click.option("--machine", default=None, help="machine table name or YAML file (default: suggested by "
                      "the trace's binary version or the SASS target)"),
         click.option("--policy", type=click.Choice(["gto", "lrr"]), default="gto", show_default=True,
@@ -67,33 +73,43 @@ def _options(**kw):
 @input_options
 @click.option("--blocks-per-sm", type=int, default=None, help="resident blocks per SM instead of the occupancy calculation")
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
+@estimate_report_options
+@applications("estimate")
 @user_errors
-def estimate(sass, trace_path, kernel, machine, policy, dependency_model, sms, unknown, blocks_per_sm, as_json):
+def estimate(sass, trace_path, kernel, machine, policy, dependency_model, sms, unknown, blocks_per_sm, as_json,
+             views, timeline_path, timeline_cycles, plot_path):
     """Estimate cycles, time, IPC, occupancy and the stall breakdown of a kernel."""
     from teg.engine import lower, run
-    from teg.report import result_text, to_json
 
+    reports = EstimateReports.from_cli(views, as_json, timeline_path, timeline_cycles, plot_path)
     inp_files = _load(sass, trace_path, kernel, machine)
     opts = _options(policy=policy, dependency_model=dependency_model, sms=sms, unknown=unknown, blocks_per_sm=blocks_per_sm)
-    result = run(lower(inp_files.program, inp_files.kernel_trace, inp_files.machine, opts))
-    click.echo(to_json(result) if as_json else result_text(result))
+    inp = reports.prepare(lower(inp_files.program, inp_files.kernel_trace, inp_files.machine, opts))
+    click.echo(reports.render(run(inp), inp, inp_files.program, opts))
 
 
 @main.command()
 @input_options
 @click.option("--json", "as_json", is_flag=True, help="rows as JSON: [{mechanism, cycles, …}], baseline first")
 @click.option("--csv", "as_csv", is_flag=True, help="rows as CSV")
+@plot_option("the savings of each mechanism (a waterfall from the baseline)")
+@applications("whatif")
 @user_errors
-def whatif(sass, trace_path, kernel, machine, policy, dependency_model, sms, unknown, as_json, as_csv):
+def whatif(sass, trace_path, kernel, machine, policy, dependency_model, sms, unknown, as_json, as_csv, plot_path):
     """Cycles with each mechanism removed alone (and all removed): what each bottleneck costs."""
     from teg.analysis.whatif import whatif as run_whatif
     from teg.engine import lower
     from teg.report import to_csv, to_json, whatif_text
 
+    check_plot(plot_path)
     f = _load(sass, trace_path, kernel, machine)
     opts = _options(policy=policy, dependency_model=dependency_model, sms=sms, unknown=unknown)
     inp = lower(f.program, f.kernel_trace, f.machine, opts)
     rows = run_whatif(inp)
+    if plot_path:
+        from teg.report.plots import whatif_figure
+
+        whatif_figure(rows, plot_path, inp.meta)
     click.echo(to_json(rows) if as_json else to_csv(rows).rstrip("\n") if as_csv else whatif_text(rows, inp.meta))
 
 
@@ -103,19 +119,35 @@ def whatif(sass, trace_path, kernel, machine, policy, dependency_model, sms, unk
 @click.option("--blocks-per-sm", "blocks", default=None, help="comma-separated block counts (B blocks on one SM)")
 @click.option("--json", "as_json", is_flag=True, help="rows as JSON")
 @click.option("--csv", "as_csv", is_flag=True, help="rows as CSV")
+@plot_option("cycles and speedup against warps, and the stall stack of each point", measured=True)
+@applications("sweep")
 @user_errors
-def sweep(sass, trace_path, kernel, machine, policy, dependency_model, sms, unknown, warps, blocks, as_json, as_csv):
+def sweep(sass, trace_path, kernel, machine, policy, dependency_model, sms, unknown, warps, blocks, as_json, as_csv,
+          plot_path, measured_path):
     """TEG's scaling experiment: cycles, work-normalized throughput and speedup over the first point."""
     from teg.analysis.sweep import sweep as run_sweep
     from teg.report import sweep_text, to_csv, to_json
 
-    if (warps is None) == (blocks is None):
-        if warps is None and blocks is None:
-            warps = "1,2,4,8,16,32,64"
-        else:
-            raise click.UsageError("give --warps or --blocks-per-sm, not both")
+    if measured_path and not plot_path:
+        raise click.UsageError("--measured points are drawn on the --plot: give --plot FILE too")
+    check_plot(plot_path)
+    measured = None
+    if measured_path:
+        from teg.report.plots import read_measured
+
+        measured = read_measured(measured_path)
+
+    if warps is not None and blocks is not None:
+        raise click.UsageError("give --warps or --blocks-per-sm, not both")
+    warp_list = _int_list(warps) if warps is not None else None
+    block_list = _int_list(blocks, "--blocks-per-sm") if blocks is not None else None
     f = _load(sass, trace_path, kernel, machine)
+    if warp_list is None and block_list is None:     # TEG's points, up to what an SM of the machine holds
+        warp_list = [w for w in (1, 2, 4, 8, 16, 32, 64) if w <= f.machine.limits.max_warps]
     opts = _options(policy=policy, dependency_model=dependency_model, sms=sms, unknown=unknown)
-    rows = run_sweep(f.program, f.kernel_trace, f.machine, opts,
-                     warps=_int_list(warps) if warps else None, blocks=_int_list(blocks) if blocks else None)
+    rows = run_sweep(f.program, f.kernel_trace, f.machine, opts, warps=warp_list, blocks=block_list)
+    if plot_path:
+        from teg.report.plots import sweep_figure
+
+        sweep_figure(rows, plot_path, measured)
     click.echo(to_json(rows) if as_json else to_csv(rows).rstrip("\n") if as_csv else sweep_text(rows))

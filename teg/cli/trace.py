@@ -58,29 +58,48 @@ def _input_size(path: Path) -> int:
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 @click.option("--machine", default=None, help="machine table for unit classes and memory spaces "
               "(default: the one suggested by the kernel's binary version)")
-@click.option("--kernel", "kernel_name", default=None, help="only the kernel whose name or id matches")
+@click.option("--kernel", "kernel_name", default=None, help="only the kernel whose name or id matches (an "
+              "application: kernels by id list/range 1,4-9, re:PATTERN or name substring)")
+@click.option("--full", is_flag=True, help="an application: every kernel's statistics, not one line per kernel")
 @user_errors
-def trace_info(path: Path, as_json: bool, machine: str | None, kernel_name: str | None) -> None:
+def trace_info(path: Path, as_json: bool, machine: str | None, kernel_name: str | None, full: bool) -> None:
     """Kernels, launch geometry and dynamic instruction statistics of a trace.
 
-    PATH is a kernelslist.g, its folder, one .traceg[.xz], or a native trace."""
+    PATH is a kernelslist.g, its folder, one .traceg[.xz], or a native trace. An application
+    (several kernels, or kernels listed but missing) gets one line per kernel; missing kernels
+    are named and make the exit status 1."""
     import teg.trace as tt
+    from teg.cli.application import EXIT_INCOMPLETE, application_kernels
     from teg.trace.summary import kernel_summary
 
-    tr = tt.load(path, progress=_input_size(path) > LARGE_INPUT_BYTES)
-    kernels = [tr.kernel(kernel_name)] if kernel_name is not None else tr.kernels
-    summaries = [kernel_summary(kt, _machine_for(kt, machine)) for kt in kernels]
-    if as_json:
-        click.echo(json.dumps({"source": str(path), "memcpy": [list(m) for m in tr.memcpy], "kernels": summaries},
-                              indent=1))
+    found = application_kernels(path, kernel_name)       # None: one kernel, nothing missing
+    if found is None:
+        tr = tt.load(path, progress=_input_size(path) > LARGE_INPUT_BYTES)
+        refs, memcpy, missing = [], tr.memcpy, []
+        kernels = [tr.kernel(kernel_name)] if kernel_name is not None else tr.kernels
     else:
-        click.echo(f"{path}: {len(tr)} kernel(s), {len(tr.memcpy)} host-to-device copies")
+        refs, kernels, memcpy, missing = found
+    summaries = [kernel_summary(kt, _machine_for(kt, machine)) for kt in kernels]
+    for s, ref in zip(summaries, refs):
+        s["demangled"] = ref.demangled
+    if as_json:
+        doc = {"source": str(path), "memcpy": [list(m) for m in memcpy], "kernels": summaries}
+        if found is not None:
+            doc["missing"] = [{"id": k.kernel_id, "file": k.path, "line": k.line} for k in missing]
+        click.echo(json.dumps(doc, indent=1))
+    elif found is not None and not full and (len(kernels) > 1 or missing):
+        from teg.report.application import trace_lines_text
+        click.echo(trace_lines_text(str(path), summaries, missing))
+    else:
+        click.echo(f"{path}: {len(kernels)} kernel(s), {len(memcpy)} host-to-device copies")
         for s in summaries:
             click.echo(_format_kernel(s))
     unknown = sorted({op for s in summaries for op in s.get("unknown_opcodes", ())})
     if unknown:
         click.echo(f"teg: warning: opcodes unknown to the machine table: {', '.join(unknown)}", err=True)
         sys.exit(EXIT_UNKNOWN_OPCODES)
+    if missing:
+        sys.exit(EXIT_INCOMPLETE)
 
 
 def _format_kernel(s: dict) -> str:
@@ -113,13 +132,16 @@ def _format_kernel(s: dict) -> str:
 @trace_group.command("convert")
 @click.argument("src", type=click.Path(path_type=Path))
 @click.argument("out", type=click.Path(path_type=Path))
+@click.option("--force", is_flag=True, help="replace OUT even if it is a file teg did not write "
+              "(a folder teg did not write is never replaced)")
 @user_errors
-def trace_convert(src: Path, out: Path) -> None:
+def trace_convert(src: Path, out: Path, force: bool) -> None:
     """Convert SRC to OUT: Accel-Sim (kernelslist.g, folder or .traceg[.xz]) → native trace
-    (a folder, or one file if OUT ends in .npz); a native trace → an Accel-Sim folder."""
+    (a folder, or one file if OUT ends in .npz); a native trace → an Accel-Sim folder. OUT is
+    written under a temporary name and renamed when complete; it replaces only a trace teg wrote."""
     import teg.trace as tt
 
     if not src.exists():
         raise FileNotFoundError(f"{src}: no such file or folder")
-    result = tt.convert(src, out, progress=_input_size(src) > LARGE_INPUT_BYTES)
+    result = tt.convert(src, out, progress=_input_size(src) > LARGE_INPUT_BYTES, force=force)
     click.echo(f"wrote {result}")

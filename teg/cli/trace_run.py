@@ -9,6 +9,8 @@ import click
 from teg.cli import user_errors
 from teg.cli.trace import trace_group
 
+OUTPUTS_KIND = "emulator-outputs"     # teg.fileio marker kind of the buffers folder
+
 
 @trace_group.command("run")
 @click.argument("source", type=click.Path(path_type=Path))
@@ -29,21 +31,30 @@ from teg.cli.trace import trace_group
               help="stop with an error after this many warp instructions (endless loops)")
 @click.option("--outputs", type=click.Path(path_type=Path), default=None,
               help="folder for the buffers after the kernel ran, one NAME.npy each (default: OUT.outputs)")
+@click.option("--force", is_flag=True, help="replace OUT even if it is a file teg did not write "
+              "(a folder teg did not write is never replaced)")
 @user_errors
-def trace_run(source: Path, kernel, grid, block, shmem, args, arch, sass, fmt, out: Path, max_instructions, outputs) -> None:
+def trace_run(source: Path, kernel, grid, block, shmem, args, arch, sass, fmt, out: Path, max_instructions, outputs,
+              force) -> None:
     """Compile SOURCE (.cu, with nvcc) or read it (.cubin), execute the kernel's SASS for every block of
-    the launch on the CPU, and write the instruction trace plus the output buffers."""
+    the launch on the CPU, and write the instruction trace plus the output buffers (each written
+    under a temporary name and renamed when complete; an existing one is replaced only if teg wrote it)."""
     import numpy as np
 
     import teg.trace as tt
+    from teg import fileio
     from teg.emu import run
+    from teg.trace.native import replaceable
 
-    result = run(source, kernel, grid, block, list(args), shmem=shmem, arch=arch, sass=sass, max_rows=max_instructions)
-    written = tt.write_accelsim(result.trace, out) if fmt == "accelsim" else tt.save(result.trace, out)
+    fileio.prepare(out, replaceable, force)              # refuse before a long emulation, not after it
     folder = outputs or out.with_name(out.name + ".outputs")
-    folder.mkdir(parents=True, exist_ok=True)
-    for name, arr in result.outputs.items():
-        np.save(folder / f"{name}.npy", arr)
+    fileio.prepare(folder, fileio.folder_marked, force)
+    result = run(source, kernel, grid, block, list(args), shmem=shmem, arch=arch, sass=sass, max_rows=max_instructions)
+    written = (tt.write_accelsim(result.trace, out, force=force) if fmt == "accelsim"
+               else tt.save(result.trace, out, force=force))
+    with fileio.atomic_folder(folder, kind=OUTPUTS_KIND, force=force) as tmp:
+        for name, arr in result.outputs.items():
+            np.save(tmp / f"{name}.npy", arr)
     kt = result.kernel_trace
     click.echo(f"{result.program.name}: {kt.num_rows:,} warp instructions from {kt.num_warps:,} warps; "
                f"trace {written}; buffers in {folder}")

@@ -30,10 +30,21 @@ def _select(suite, cases: tuple[str, ...], groups: tuple[str, ...]):
     return suite.select(cases, groups) if (cases or groups) else suite.cases
 
 
-def _write_json(doc: dict, path: str) -> None:
-    with open(path, "w") as fh:
-        json.dump(doc, fh, indent=1)
-        fh.write("\n")
+def _check_output(path: str, force: bool) -> None:
+    """Refuse an output teg may not replace before the long run, not after it."""
+    from teg import fileio
+
+    fileio.prepare(path, fileio.json_schema_owned("teg.validate."), force)
+
+
+def _write_json(doc: dict, path: str, force: bool) -> None:
+    """Write a validation document atomically; replace only one teg wrote (or ``force``)."""
+    from teg import fileio
+
+    fileio.write_text(path, json.dumps(doc, indent=1) + "\n", fileio.json_schema_owned("teg.validate."), force)
+
+
+_FORCE = click.option("--force", is_flag=True, help="overwrite the output even if teg did not write it")
 
 
 @main.group()
@@ -51,15 +62,17 @@ def validate() -> None:
 @click.option("--arch", help="Compile for this sm_XX (default: the GPU's).")
 @click.option("--nvcc", help="nvcc to use (default: PATH, $NVCC, $CUDA_HOME/bin).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines.")
+@_FORCE
 @user_errors
-def measure_cmd(output, cases, groups, warps, repeats, device, arch, nvcc, quiet):
+def measure_cmd(output, cases, groups, warps, repeats, device, arch, nvcc, quiet, force):
     """Compile the suite, run it on the local GPU and write the measured cycles."""
     from teg.validate import measure, suite
 
+    _check_output(output, force)
     s = suite.load()
     doc = measure.measure(s, _select(s, cases, groups), _warps(warps), repeats=repeats, device=device,
                           arch=arch, nvcc=nvcc, progress=_progress(quiet))
-    _write_json(doc, output)
+    _write_json(doc, output, force)
     g = doc["gpu"]
     click.echo(f"measured {len(doc['cases'])} cases on {g['name']} ({g['arch']}, {g['num_sms']} SMs, "
                f"{g['clock_mhz']} MHz, driver {g['driver_version']}) -> {output}")
@@ -76,16 +89,18 @@ def measure_cmd(output, cases, groups, warps, repeats, device, arch, nvcc, quiet
 @click.option("--no-models", is_flag=True, help="Only the engine, no analytical models.")
 @click.option("--nvcc", help="nvcc to use.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines.")
+@_FORCE
 @user_errors
-def predict_cmd(output, machine, measured, cases, groups, warps, no_models, nvcc, quiet):
+def predict_cmd(output, machine, measured, cases, groups, warps, no_models, nvcc, quiet, force):
     """Predict the suite's cases with the engine and the analytical models."""
     from teg.validate import predict, report, suite
 
+    _check_output(output, force)
     s = suite.load()
     meas = report.load_document(measured, "measured") if measured else None
     doc = predict.predict(s, machine, _select(s, cases, groups), _warps(warps), measured=meas, nvcc=nvcc,
                           with_models=not no_models, progress=_progress(quiet))
-    _write_json(doc, output)
+    _write_json(doc, output, force)
     failures = sum(1 for c in doc["cases"] for r in c["results"] if r.get("errors"))
     click.echo(f"predicted {len(doc['cases'])} cases on {doc['machine']} -> {output}"
                + (f" ({failures} points with errors; see 'errors' in the file)" if failures else ""))
@@ -133,13 +148,14 @@ def report_cmd(measured, predicted, machine, as_json, plots, error_basis):
 @click.option("--base", default="sm_90", show_default=True, help="Machine table to extend (name or .yaml).")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Machine table to write (.yaml).")
 @click.option("--name", help="Name of the new table (default: the output's file stem).")
+@_FORCE
 @user_errors
-def calibrate_cmd(measured, base, output, name):
+def calibrate_cmd(measured, base, output, name, force):
     """Fit latencies and unit occupancies from MEASURED micro-benchmarks into a new machine table."""
     from teg.validate import calibrate, report
 
     meas = report.load_document(measured, "measured")
-    fits = calibrate.calibrate(meas, base, output, name)
+    fits = calibrate.calibrate(meas, base, output, name, force=force)
     if meas.get("synthetic"):
         click.echo("NOTE: the measured file is marked synthetic (not hardware data).")
     w = max(len(f.key()) for f in fits)

@@ -11,5 +11,8 @@ See docs/emulator.md for the execution model (divergence, memory spaces, trace c
 
 from teg.emu.errors import EmulatorError, MemoryFault, UnsupportedInstruction
 from teg.emu.launch import EmulationResult, emulate, load_kernel, run
+from teg.jitnotice import install as _install_compile_notice
+
+_install_compile_notice()     # one line on stderr before numba compiles (teg/jitnotice.py)
 
 __all__ = ["EmulationResult", "EmulatorError", "MemoryFault", "UnsupportedInstruction", "emulate", "load_kernel", "run"]

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from teg.emu.errors import EmulatorError
+from teg.trace.npyread import NPY_ERRORS
 
 _SCALAR_TYPES = {"int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float16",
                  "float32", "float64"}
@@ -93,7 +94,14 @@ def parse_value(text: str, size: int, name: str):
         p = Path(t)
         if not p.exists():
             raise EmulatorError(f"argument {name}: {t}: no such file")
-        return np.load(p, allow_pickle=False)
+        try:
+            arr = np.load(p, allow_pickle=False)
+        except NPY_ERRORS as exc:
+            raise EmulatorError(f"argument {name}: {t}: not a readable .npy file "
+                                f"({exc.__class__.__name__}: {str(exc).splitlines()[0] if str(exc) else ''})") from None
+        if not isinstance(arr, np.ndarray) or arr.dtype.kind not in "biuf":
+            raise EmulatorError(f"argument {name}: {t}: expected one numeric array")
+        return arr
     head = t.split(":", 1)[0]
     if head in _GENERATORS:
         return generate(t)

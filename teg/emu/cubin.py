@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from teg.emu.errors import EmulatorError
+from teg.textfile import TextFileError, check_regular
 
 KPARAM_INFO = 0x17
 PARAM_CBANK = 0x0A
@@ -71,7 +72,7 @@ class _Section:
 
 
 def _sections(data: bytes, path: str) -> list[_Section]:
-    if data[:4] != b"\x7fELF" or data[4] != 2:
+    if data[:4] != b"\x7fELF" or len(data) < 64 or data[4] != 2:
         raise EmulatorError(f"{path}: not an ELF64 cubin")
     (shoff,) = struct.unpack_from("<Q", data, 0x28)
     shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
@@ -116,12 +117,44 @@ def _attributes(blob: bytes):
             i += 2
 
 
+# sizes no CUDA kernel reaches: a damaged cubin claiming more is refused before the emulator
+# allocates its windows (shared memory per block, a constant bank, local memory per thread)
+MAX_SHARED = 1 << 24
+MAX_BANK = 1 << 16
+MAX_FRAME = 1 << 19
+MAX_REGS = 255
+MAX_CUBIN = 1 << 30
+
+
 def read_cubin(path: str | Path) -> dict[str, KernelImage]:
-    """Parse a cubin into ``{kernel name: KernelImage}``."""
+    """Parse a cubin into ``{kernel name: KernelImage}``. A damaged file — offsets or sizes outside
+    the file, names without an end, sizes no kernel reaches — is an :class:`EmulatorError`."""
     path = str(path)
+    try:
+        check_regular(path, MAX_CUBIN, "cubin")
+    except TextFileError as exc:
+        raise EmulatorError(str(exc)) from None
     data = Path(path).read_bytes()
+    try:
+        kernels = _parse(data, path)
+    except (struct.error, IndexError, ValueError, OverflowError) as exc:
+        raise EmulatorError(f"{path}: damaged cubin ({exc.__class__.__name__}: {exc})") from None
+    for k in kernels.values():
+        banks = [len(k.constant0), *map(len, k.banks.values())]
+        if (k.shared_static > MAX_SHARED or max(banks) > MAX_BANK or k.local_frame > MAX_FRAME
+                or k.nregs > MAX_REGS or k.param_base + sum(p.size for p in k.params) > MAX_BANK):
+            raise EmulatorError(f"{path}: damaged cubin (kernel {k.name}: shared {k.shared_static} B, constant banks "
+                                f"{max(banks)} B, frame {k.local_frame} B, {k.nregs} registers: beyond any kernel)")
+    return kernels
+
+
+def _parse(data: bytes, path: str) -> dict[str, KernelImage]:
+    """The kernels of the cubin bytes ``data`` (struct / index errors on a damaged file)."""
     secs = _sections(data, path)
     syms = _symbols(data, secs)
+    for s in secs:
+        if s.type != 8 and s.offset + s.size > len(data):          # SHT_NOBITS has no bytes in the file
+            raise ValueError(f"section {s.name} ends at {s.offset + s.size}, past the end of the file")
     body = {s.name: data[s.offset:s.offset + s.size] if s.type != 8 else b"" for s in secs}
     size = {s.name: s.size for s in secs}
     frames: dict[str, int] = {}

@@ -27,12 +27,12 @@ import numpy as np
 from teg.emu import interp as I
 from teg.emu import ops as O
 from teg.emu.args import Arg, parse_arg
-from teg.emu.cubin import KernelImage, read_cubin
+from teg.emu.cubin import MAX_SHARED, KernelImage, read_cubin
 from teg.emu.errors import EmulatorError, MemoryFault
 from teg.emu.lower import Lowered, lower, resolve_constants
 from teg.emu.memory import DeviceMemory
 from teg.sass.program import Program
-from teg.trace.model import MAX_TRACE_DST, MAX_TRACE_SRC, KernelInfo, KernelTrace, Trace
+from teg.trace.model import MAX_TRACE_DST, MAX_TRACE_SRC, KernelInfo, KernelTrace, Trace, launch_problem
 
 CB_NTID = 0x0
 CB_NCTAID = 0xC
@@ -55,14 +55,18 @@ class EmulationResult:
 
 
 def _dim3(v) -> tuple[int, int, int]:
-    if isinstance(v, str):
-        v = [int(x) for x in v.split(",")]
-    elif isinstance(v, int):
-        v = [v]
-    v = list(v) + [1] * (3 - len(v))
-    if len(v) != 3 or any(int(x) < 1 for x in v):
+    """``"X[,Y[,Z]]"``, an int or a sequence → three positive ints (EmulatorError otherwise)."""
+    try:
+        if isinstance(v, str):
+            v = [int(x) for x in v.split(",")]
+        elif isinstance(v, int):
+            v = [v]
+        v = [int(x) for x in v] + [1] * (3 - len(v))
+    except (TypeError, ValueError):
+        raise EmulatorError(f"bad launch dimension {v!r} (X[,Y[,Z]] with positive integers)") from None
+    if len(v) != 3 or any(x < 1 for x in v):
         raise EmulatorError(f"bad launch dimension {v!r} (X[,Y[,Z]] with positive values)")
-    return int(v[0]), int(v[1]), int(v[2])
+    return v[0], v[1], v[2]
 
 
 def compile_cu(source: str | Path, arch: str, out_dir: str | Path) -> Path:
@@ -98,25 +102,31 @@ def load_kernel(source: str | Path, kernel: str | None = None, arch: str = "sm_9
                 sass: str | Path | None = None, work_dir: str | Path | None = None) -> tuple[Program, KernelImage]:
     """SASS program and cubin metadata of ``kernel`` in ``source`` (.cu compiled for ``arch``, or a
     .cubin). The SASS comes from ``sass`` when given, else from a ``<stem>.sass`` next to the cubin,
-    else from cuobjdump."""
-    from teg.sass import parse_file, parse_text
-
+    else from cuobjdump. A ``.cu`` is compiled into ``work_dir`` when given (the cubin stays there),
+    else into a temporary folder removed before returning (everything needed is read by then)."""
     source = Path(source)
     if not source.exists():
         raise EmulatorError(f"{source}: no such file")
     if source.suffix == ".cu":
-        work_dir = Path(work_dir or tempfile.mkdtemp(prefix="teg-emu-"))
-        cubin = compile_cu(source, arch, work_dir)
-    elif source.suffix == ".cubin":
-        cubin = source
-    else:
-        raise EmulatorError(f"{source}: expected a .cu or .cubin file")
+        if work_dir is not None:
+            return _read_kernel(compile_cu(source, arch, work_dir), source, kernel, sass)
+        with tempfile.TemporaryDirectory(prefix="teg-emu-") as tmp:
+            return _read_kernel(compile_cu(source, arch, tmp), source, kernel, sass)
+    if source.suffix == ".cubin":
+        return _read_kernel(source, source, kernel, sass)
+    raise EmulatorError(f"{source}: expected a .cu or .cubin file")
+
+
+def _read_kernel(cubin: Path, source: Path, kernel: str | None, sass) -> tuple[Program, KernelImage]:
+    """The SASS program and cubin metadata of ``kernel`` read from ``cubin`` (built from ``source``)."""
+    from teg.sass import parse_file
+
     images = read_cubin(cubin)
     sibling = cubin.with_suffix(".sass")
     if sass is not None:
         programs = parse_file(sass)
     elif sibling.exists():
-        programs = parse_text(sibling.read_text(), source=str(sibling))
+        programs = parse_file(sibling)
     else:
         programs = parse_file(cubin)
     prog = _match(programs, kernel, str(source))
@@ -197,6 +207,13 @@ def emulate(prog: Program, image: KernelImage, grid, block, args: list, shmem: i
     than ``max_rows`` warp instructions stops with an error (an endless loop, or a launch too big
     to trace)."""
     grid, block = _dim3(grid), _dim3(block)
+    problem = launch_problem(grid, block)
+    if problem:
+        raise EmulatorError(f"bad launch: {problem}")
+    if not 0 <= int(shmem) <= MAX_SHARED:
+        raise EmulatorError(f"--shmem {shmem}: dynamic shared memory must be between 0 and {MAX_SHARED} bytes")
+    if int(max_rows) < 1:
+        raise EmulatorError(f"--max-instructions {max_rows}: must be at least 1")
     nthreads = block[0] * block[1] * block[2]
     if nthreads > MAX_THREADS_PER_BLOCK:
         raise EmulatorError(f"block of {nthreads} threads exceeds {MAX_THREADS_PER_BLOCK}")
@@ -292,7 +309,17 @@ def _build_trace(prog, lw, image, grid, block, shmem, nw, rw, ri, rm, rna, addrs
         info=info, opcodes=opcodes, warp=warp, block=(warp // nw).astype(np.int32), pc=ins_addr[ins],
         opcode=opc[ins], mask=rm[order].astype(np.uint32), dst=dst[ins], src=src[ins],
         mem_width=lw.mem_width[ins], imm=lw.imm[ins], addr_start=addr_start, addresses=addresses.astype(np.uint64),
-        warp_start=warp_start, warp_block=(np.arange(nwarps) // nw).astype(np.int32), block_xyz=block_xyz)
+        warp_start=warp_start, warp_block=(np.arange(nwarps) // nw).astype(np.int32), block_xyz=block_xyz,
+        extras=_tracer_view(prog))
+
+
+def _tracer_view(prog: Program) -> dict[str, np.ndarray]:
+    """The registers the NVBit tracer would record per instruction (:mod:`teg.trace.nvbit_view`),
+    kept with the trace so that its Accel-Sim text is what the tracer writes."""
+    from teg.trace import nvbit_view
+
+    pcs, regs = nvbit_view.program_table(prog)
+    return {nvbit_view.EXTRA_PC: pcs, nvbit_view.EXTRA_REGS: regs}
 
 
 def run(source: str | Path, kernel: str | None, grid, block, args: list, shmem: int = 0, arch: str = "sm_90",

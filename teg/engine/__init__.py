@@ -16,6 +16,9 @@ from teg.engine.options import MECHANISMS, Options, OptionsError
 from teg.engine.result import Result
 from teg.engine.run import EngineError, run
 from teg.engine.inputs import Inputs, load_inputs
+from teg.jitnotice import install as _install_compile_notice
+
+_install_compile_notice()     # one line on stderr before numba compiles (teg/jitnotice.py)
 
 
 def estimate(sass=None, trace=None, machine=None, options: Options | None = None, kernel: str | None = None) -> Result:

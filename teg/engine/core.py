@@ -57,7 +57,8 @@ from teg.engine.input import (F_DRAM_LAT, F_ISSUE_INTERVAL, F_L1_LAT, F_L2_FAR_L
                               I_L2_PART_BYTES, I_L2_PARTS, I_L2_SECTOR, I_L2_SETS, I_L2_SLICES,
                               I_MSHR, I_PIPE_SLOTS, I_POLICY, I_RESIDENT, I_SCHED, I_SLOTS, I_SMS,
                               I_SMS_PER_PIPE, I_SW_BANK, I_SW_BAR, I_SW_BW, I_SW_COAL, I_SW_DEPS,
-                              I_SW_L1, I_SW_L2, I_SW_SAME, I_SW_SKEW, I_SW_UNITS, I_TIMELINE)
+                              I_SW_L1, I_SW_L2, I_SW_LAUNCH, I_SW_SAME, I_SW_SKEW, I_SW_UNITS, I_TIMELINE)
+from teg.engine.records import PC_STALL, REC_PCS, REC_ROWS, TX_CHAN, TX_SLICE, record_issue, record_level
 from teg.memory.cache import cache_access_timed, cache_new, cache_shape
 from teg.memory.channels import balance_scale
 
@@ -372,13 +373,47 @@ def _pack_static(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_me
     return sx, sf
 
 
+@njit(cache=True)
+def _waited_on(sli, slf, uf, heap, sch_list, sch_n, g, nxt, policy, S, spsm, L, pipe, sw_units):
+    """The static instruction that scheduler ``g`` waits on until ``nxt`` (its binding wait), for the
+    instruction view, which charges the SM's stall cycles to it (``REC_PCS``; looked up only then,
+    so that the loop keeps no state for it): the current instruction of the scheduler's first warp,
+    in age order (GTO) or slot order (LRR), whose ready time (t_dep, its unit copy, its
+    memory-pipeline slot, as the scan evaluates a warp) is ``nxt``; else of its warp ready first
+    (a wait for the scheduler itself); -1 when it has no warp."""
+    best = -1
+    bt = INF
+    n = sch_n[g] if policy == 1 else L
+    for k in range(n):
+        if policy == 1:
+            slot = sch_list[g, k]
+        else:
+            loc = (g % S) + k * S
+            if loc >= spsm:
+                continue
+            slot = (g // S) * spsm + loc
+        if sli[slot, SLI_CTX] < 0:
+            continue
+        r = slf[slot, SLF_TDEP]
+        if sw_units:
+            r = _max2(r, uf[sli[slot, SLI_UOFF], :sli[slot, SLI_UCNT]].min())
+        if sli[slot, SLI_GMEM]:
+            r = _max2(r, heap[pipe, 0])
+        if r == nxt:
+            return sli[slot, SLI_SIDX]
+        if r < bt:
+            bt = r
+            best = sli[slot, SLI_SIDX]
+    return best
+
+
 @njit(cache=True, error_model="numpy")
 def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_lat, s_store, s_barrier,
              s_depcause, s_dst, s_src, s_ctrl, s_stall, s_yield, s_wbar, s_rbar, s_wait, s_depbar, s_async,
              u_occ, u_count, u_per_sm,
              r_sidx, r_wave, r_wave_min, r_tx_start, r_tx_min, r_tx_min_bytes, tx_addr, tx_bytes, tx_chan,
              c_start, c_end, c_block, b_ctx_start, sm_blocks_start, sm_blocks, ipar, fpar,
-             stall_out, pc_count, pc_wait, counters, timeline, sm_end, order_in, order_out):
+             stall_out, pc_count, pc_wait, counters, timeline, sm_end, order_in, order_out, pcc, tx_rec):
     """Run the timing model; fills the output arrays and returns ``(status, total_cycles)``.
     status 0 = done, 1 = deadlock (warps wait forever, e.g. at a barrier), 2 = a block does not
     fit in the SM's warp slots, 3 = the replay order names a row whose warp is not resident then,
@@ -388,11 +423,25 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
     ``sm_end[sm, 0]`` receives the SM's last completion, ``sm_end[sm, 1]`` the blocks it ran.
 
     ``order_in`` (non-empty: replay) is the global issue order to follow, ``order_out`` (non-empty:
-    record) receives this run's issue order; both hold dynamic row indexes."""
+    record) receives this run's issue order; both hold dynamic row indexes.
+
+    With ``ipar[I_TIMELINE]`` bits (:mod:`teg.engine.records`): ``REC_ROWS`` fills ``timeline``
+    (a row per dynamic row) and ``tx_rec`` (a row per transaction); ``REC_PCS`` fills ``pcc`` (the
+    waits before issue and the charged stall cycles per static instruction)."""
     n_sms = ipar[I_SMS]
     S = ipar[I_SCHED]
     spsm = ipar[I_SLOTS]
     resident = ipar[I_RESIDENT]
+    # the slots an SM can ever hold: at most min(resident, blocks) blocks of the largest block's
+    # warps live at once and a launching warp takes the lowest free slot, so slots past that count
+    # stay empty: leaving them out changes no result and shrinks the per-slot state (a small
+    # kernel on a whole GPU would otherwise allocate every SM's 64 slots of scoreboard)
+    wpb_max = 1
+    for b in range(b_ctx_start.shape[0] - 1):
+        if b_ctx_start[b + 1] - b_ctx_start[b] > wpb_max:
+            wpb_max = b_ctx_start[b + 1] - b_ctx_start[b]
+    if min(resident, b_ctx_start.shape[0] - 1) * wpb_max < spsm:
+        spsm = max(1, min(resident, b_ctx_start.shape[0] - 1) * wpb_max)
     policy = ipar[I_POLICY]
     depmodel = ipar[I_DEPMODEL]
     sw_bank = ipar[I_SW_BANK] != 0
@@ -418,7 +467,9 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
     spp = max(ipar[I_SMS_PER_PIPE], 1) if mshr == 0 else 1
     pipe_slots = ipar[I_PIPE_SLOTS] if mshr == 0 else mshr
     pipe_limited = pipe_slots > 0
-    record = ipar[I_TIMELINE] != 0
+    record = (ipar[I_TIMELINE] & REC_ROWS) != 0
+    attrib = (ipar[I_TIMELINE] & REC_PCS) != 0
+    rec_any = record or attrib
     rec_order = order_out.shape[0] > 0
     replay = order_in.shape[0] > 0
     n_order = order_in.shape[0]
@@ -437,7 +488,7 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
     slice_line = l2_line if l2_line > 0 else 128
     wfc = fpar[F_WAVEFRONT_CYCLES]
     rbar_lat = fpar[F_RBAR_LAT]
-    launch_lat = fpar[F_LAUNCH_LAT]
+    launch_lat = fpar[F_LAUNCH_LAT] if ipar[I_SW_LAUNCH] != 0 else 1.0
 
     n_slots = n_sms * spsm
     G = n_sms * S
@@ -578,6 +629,8 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
     sm_t = np.zeros(n_sms, np.float64)
     sm_kf = np.zeros((n_sms, 2), np.float64)
     sm_kc = np.full((n_sms, 2), NO_WARP, np.int64)
+    sm_ks = np.full(n_sms, -1, np.int64)       # static index of the SM's latest result
+    pc_none = pcc.shape[1] - 1                 # pcc row of stall cycles with no instruction waited on
     sm_iss = False
     status = 0
 
@@ -854,6 +907,11 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                     if scf[k, SCF_NEXT] < scf[gm, SCF_NEXT]:
                         gm = k
                 _charge(stall_out, sci[gm, SCI_C1], sci[gm, SCI_C2], sm_t[nsm], t, scf[gm, SCF_SPLIT])
+                if attrib and t > sm_t[nsm]:
+                    ks = _waited_on(sli, slf, uf, heap, sch_list, sch_n, gm, scf[gm, SCF_NEXT], policy, S, spsm, L,
+                                    sm_pipe[nsm], sw_units)
+                    _charge(pcc[PC_STALL, ks if ks >= 0 else pc_none], sci[gm, SCI_C1], sci[gm, SCI_C2], sm_t[nsm], t,
+                            scf[gm, SCF_SPLIT])
                 sm_iss = False
             g = _nonneg(g)
             if scf[g, SCF_NEXT] > t:
@@ -1010,8 +1068,14 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
             counters[C_INSTR] += 1
             pc_count[s] += 1
             pc_wait[s] += t - slf[slot, SLF_SINCE]
-            if record:
-                timeline[row] = t
+            if rec_any:
+                ucopy = -1
+                ufree = -INF
+                if sw_units:
+                    ucopy, ufree = earliest_copy(slot)
+                record_issue(timeline, pcc, row, s, g, t, slf[slot, SLF_SINCE], slf[slot, SLF_TDEP],
+                             slf[slot, SLF_SPLIT], sli[slot, SLI_C1], sli[slot, SLI_C2], ufree, ucopy,
+                             heap[pp, 0] if sli[slot, SLI_GMEM] else -INF)
             if rec_order:
                 order_out[counters[C_INSTR] - 1] = row
             scf[g, SCF_FREE] = t + sf[f + SF_FREE]
@@ -1154,6 +1218,8 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                             slice_free[sl] = s1 + nb * slice_spb
                         if s1 - s_req > 0.0:
                             qc = L2_QUEUE if s1 - s_req >= qw else qc
+                        if record:
+                            record_level(tx_rec, j, TX_SLICE, sl, s_req, s1, _max2(slice_free[sl], s1))
                         s_req = s1
                     to_dram = True
                     if has_l2:
@@ -1179,6 +1245,8 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                         cq = s0 - t
                         if sw_bw:
                             chan_free[ch] = s0 + nb * spb * chan_scale[ch]
+                        if record:
+                            record_level(tx_rec, j, TX_CHAN, ch, s_req, s0, _max2(chan_free[ch], s0))
                         if is_write and has_l2:
                             # the L2 is write-back: a write is acknowledged by its L2 slice once the
                             # channel can take the write-back (no DRAM round trip for the ack)
@@ -1261,11 +1329,16 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                     rsc[slot, r, RC_C1] = c1
                     rsc[slot, r, RC_C2] = c2
             blk = _nonneg(sli[slot, SLI_BLOCK])
-            if done > blk_done[blk]:
-                blk_done[blk] = done
+            # a block retires with its writes still in flight: a store holds the warp only until
+            # its data have left the registers (read-barrier release); the write's acknowledgement
+            # counts for the kernel's end (sm_kf below), not for the block's slot
+            held = t + rbar_lat if sx[x + X_STORE] == 2 else done
+            if held > blk_done[blk]:
+                blk_done[blk] = held
             if done > sm_kf[sm, 0]:
                 sm_kf[sm, 0] = done
                 sm_kf[sm, 1] = base
+                sm_ks[sm] = s
                 sm_kc[sm, 0] = c1
                 sm_kc[sm, 1] = c2
             # ---- barrier arrival
@@ -1384,9 +1457,14 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
             e = total
         if e > a:
             _charge(stall_out, sm_kc[sm, 0], sm_kc[sm, 1], a, e, sm_kf[sm, 1])
+            if attrib:
+                _charge(pcc[PC_STALL, sm_ks[sm] if sm_ks[sm] >= 0 else pc_none], sm_kc[sm, 0], sm_kc[sm, 1], a, e,
+                        sm_kf[sm, 1])
             a = e
         if total > a:
             stall_out[NO_WARP] += np.int64(total - a)
+            if attrib:
+                pcc[PC_STALL, pc_none, NO_WARP] += np.int64(total - a)
     for sm in range(n_sms):
         # the SM's end: its last issue cycle (sm_t after its last visit) or its last result
         sm_end[sm, 0] = _max2(sm_t[sm], math.ceil(sm_kf[sm, 0]))

@@ -39,7 +39,9 @@ I_RECORD_ORDER = 29
 # bandwidth); I_MSHR outstanding L1 misses per SM counted per cache line (0 = TEG's C_mem
 # instruction slots, I_PIPE_SLOTS)
 I_DEAL, I_L2_PARTS, I_L2_PART_BYTES, I_L2_SLICES, I_MSHR = 30, 31, 32, 33, 34
-NUM_IPAR = 35
+# I_SW_LAUNCH 0 = the next block on an SM starts one cycle after the slot frees (F_LAUNCH_LAT ignored)
+I_SW_LAUNCH = 35
+NUM_IPAR = 36
 # ---- fpar indexes
 F_ISSUE_INTERVAL, F_L1_LAT, F_L2_LAT, F_DRAM_LAT, F_SERVICE_PER_BYTE = 0, 1, 2, 3, 4
 F_WAVEFRONT_CYCLES, F_RBAR_LAT, F_LAUNCH_LAT = 5, 6, 7
@@ -189,15 +191,12 @@ def make_input(*, lat_exec, lat_multi, lat_same, unit=None, dst=None, src=None, 
     r_tx_min_bytes = np.asarray([sum(x[1] for x in t[:m]) for t, m in zip(tx, r_tx_min)], np.int64)
     sw = {"bank_conflicts": True, "coalescing": True, "channel_skew": True, "bandwidth": True,
           "l1_misses": True, "l2_misses": True, "dependencies": True, "unit_throughput": True,
-          "same_warp_penalty": True, "barriers": True, **(switches or {})}
+          "same_warp_penalty": True, "barriers": True, "block_launch": True, **(switches or {})}
     ipar = np.zeros(NUM_IPAR, np.int64)
     fpar = np.zeros(NUM_FPAR, np.float64)
     ipar[I_SMS], ipar[I_SCHED], ipar[I_SLOTS], ipar[I_RESIDENT] = sms, schedulers, slots, resident
     ipar[I_POLICY], ipar[I_DEPMODEL] = POLICY_CODES[policy], DEPMODEL_CODES[dependency_model]
-    for idx, name in ((I_SW_BANK, "bank_conflicts"), (I_SW_COAL, "coalescing"), (I_SW_SKEW, "channel_skew"),
-                      (I_SW_BW, "bandwidth"), (I_SW_L1, "l1_misses"), (I_SW_L2, "l2_misses"),
-                      (I_SW_DEPS, "dependencies"), (I_SW_UNITS, "unit_throughput"),
-                      (I_SW_SAME, "same_warp_penalty"), (I_SW_BAR, "barriers")):
+    for name, idx in SWITCH_INDEX.items():
         ipar[idx] = int(bool(sw[name]))
     for base, geo in ((I_L1_SETS, l1), (I_L2_SETS, l2)):
         if geo is not None:
@@ -236,7 +235,8 @@ def make_input(*, lat_exec, lat_multi, lat_same, unit=None, dst=None, src=None, 
 
 SWITCH_INDEX = {"bank_conflicts": I_SW_BANK, "coalescing": I_SW_COAL, "channel_skew": I_SW_SKEW,
                 "bandwidth": I_SW_BW, "l1_misses": I_SW_L1, "l2_misses": I_SW_L2, "dependencies": I_SW_DEPS,
-                "unit_throughput": I_SW_UNITS, "same_warp_penalty": I_SW_SAME, "barriers": I_SW_BAR}
+                "unit_throughput": I_SW_UNITS, "same_warp_penalty": I_SW_SAME, "barriers": I_SW_BAR,
+                "block_launch": I_SW_LAUNCH}
 
 
 def with_switches(inp: EngineInput, **switches: bool) -> EngineInput:

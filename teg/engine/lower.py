@@ -34,15 +34,12 @@ import numpy as np
 
 from teg import TegError, UnknownOpcodeWarning
 from teg.engine.codes import DEP_BASE, DEP_GLOBAL, DEP_SHARED, MEM_GLOBAL, MEM_SHARED, UNIT_CLASSES
-from teg.engine.input import (DEPMODEL_CODES, F_DRAM_LAT, F_ISSUE_INTERVAL, F_L1_LAT, F_L2_FAR_LAT,
-                              F_L2_LAT, F_L2_SLICE_SPB, F_LAUNCH_LAT, F_RBAR_LAT, F_SERVICE_PER_BYTE,
-                              F_WAVEFRONT_CYCLES, I_CHANNELS, I_DEAL, I_DEPMODEL, I_L1_SETS,
-                              I_L2_PART_BYTES, I_L2_PARTS, I_L2_SETS, I_L2_SLICES, I_MSHR,
-                              I_PIPE_SLOTS, I_POLICY,
-                              I_RESIDENT, I_SCHED, I_SLOTS, I_SMS, I_SMS_PER_PIPE, I_SW_BANK,
-                              I_SW_BAR, I_SW_BW, I_SW_COAL, I_SW_DEPS, I_SW_L1, I_SW_L2, I_SW_SAME,
-                              I_SW_SKEW, I_SW_UNITS, I_TIMELINE, I_RECORD_ORDER, I_WARP_SIZE, NUM_FPAR,
-                              NUM_IPAR, POLICY_CODES, EngineInput)
+from teg.engine.input import (DEPMODEL_CODES, F_DRAM_LAT, F_ISSUE_INTERVAL, F_L1_LAT, F_L2_FAR_LAT, F_L2_LAT,
+                              F_L2_SLICE_SPB, F_LAUNCH_LAT, F_RBAR_LAT, F_SERVICE_PER_BYTE,
+                              F_WAVEFRONT_CYCLES, I_CHANNELS, I_DEAL, I_DEPMODEL, I_L1_SETS, I_L2_PART_BYTES,
+                              I_L2_PARTS, I_L2_SETS, I_L2_SLICES, I_MSHR, I_PIPE_SLOTS, I_POLICY, I_RESIDENT,
+                              I_SCHED, I_SLOTS, I_SMS, I_SMS_PER_PIPE, I_TIMELINE, I_RECORD_ORDER,
+                              I_WARP_SIZE, NUM_FPAR, NUM_IPAR, POLICY_CODES, SWITCH_INDEX, EngineInput)
 from teg.engine.occupancy import occupancy
 from teg.engine.options import Options
 from teg.machine.model import Machine, OpInfo
@@ -115,11 +112,23 @@ def _async_roles(opcodes) -> np.ndarray:
 
 
 def _static_from_trace(kt) -> tuple[dict, np.ndarray]:
-    """One pseudo-static instruction per distinct PC (registers and opcode of its first row)."""
+    """One pseudo-static instruction per distinct PC (registers and opcode of its first row).
+    Every row of a PC must execute that opcode (one address holds one instruction), so classifying
+    the PCs' opcodes classifies every row's; a row that differs is a :class:`LoweringError`."""
     from teg.trace.join import distinct_pcs
     pcs, first, inv = distinct_pcs(kt.pc)
     n = pcs.shape[0]
-    opcodes = [kt.opcodes[int(o)] for o in np.asarray(kt.opcode)[first]]
+    op = np.asarray(kt.opcode)
+    first_op = op[first]
+    differ = np.flatnonzero(op != first_op[inv])
+    if differ.shape[0]:
+        r = int(differ[0])
+        k = int(inv[r])
+        raise LoweringError(f"kernel {kt.info.name or kt.info.kernel_id}: PC 0x{int(pcs[k]):04x} executes "
+                            f"{kt.opcodes[int(first_op[k])]} at trace row {int(first[k])} but {kt.opcodes[int(op[r])]} "
+                            f"at row {r} ({differ.shape[0]:,} rows differ; one address holds one instruction: "
+                            "a damaged trace?)")
+    opcodes = [kt.opcodes[int(o)] for o in first_op]
     zeros = np.zeros(n, np.int32)
     return ({"opcodes": opcodes, "pcs": pcs, "dst": _pad(np.asarray(kt.dst)[first], MAX_DST),
              "src": _pad(np.asarray(kt.src)[first], MAX_SRC), "ctrl": zeros, "stall": zeros,
@@ -261,6 +270,24 @@ def _select(kt, machine: Machine, options: Options):
     return ctx_warp, ctx_block, sm_of_pos[uniq_pos], None, machine.limits.max_warps, max(busy, sms)
 
 
+def _check_sweep_size(options: Options, machine: Machine, kt) -> None:
+    """A sweep point, and ``--blocks-per-sm``, must fit on one SM of ``machine``: at most
+    ``limits.max_warps`` warps, at most ``limits.max_blocks`` blocks (of the trace's block size);
+    else :class:`LoweringError`."""
+    lim = machine.limits
+    if options.blocks_per_sm is not None and int(options.blocks_per_sm) > lim.max_blocks:
+        raise LoweringError(f"--blocks-per-sm {options.blocks_per_sm}: an SM of {machine.name} holds at most "
+                            f"{lim.max_blocks} blocks")
+    if options.warps is not None and int(options.warps) > lim.max_warps:
+        raise LoweringError(f"--warps {options.warps}: an SM of {machine.name} holds at most {lim.max_warps} warps")
+    if options.blocks is not None:
+        nb = int(options.blocks)
+        wpb = kt.info.warps_per_block if kt is not None else 1
+        if nb > lim.max_blocks or nb * wpb > lim.max_warps:
+            raise LoweringError(f"--blocks-per-sm {nb}: an SM of {machine.name} holds at most {lim.max_blocks} "
+                                f"blocks and {lim.max_warps} warps ({wpb} warps per block here)")
+
+
 def simulated_sms(options: Options, machine: Machine) -> int:
     """SMs a run simulates: ``options.sms``, or every SM of the machine when it is ``None``."""
     return machine.num_sms if options.sms is None else int(options.sms)
@@ -344,6 +371,7 @@ def lower(program, kernel_trace, machine: Machine, options: Options | None = Non
         s_width[i] = int(st["mem_width"][i]) or int(getattr(info, "width", 0) or 0) or 4
 
     # 3. simulated warps and their rows
+    _check_sweep_size(options, machine, kt)
     if kt is not None:
         ctx_warp, ctx_block, block_sm, nblocks_override, slots, busy = _select(kt, machine, options)
         rows, lens = _rows_of(kt.warp_start, ctx_warp)
@@ -435,12 +463,8 @@ def lower(program, kernel_trace, machine: Machine, options: Options | None = Non
     fpar = np.zeros(NUM_FPAR, np.float64)
     ipar[I_SMS], ipar[I_SCHED], ipar[I_SLOTS], ipar[I_RESIDENT] = n_sms, machine.schedulers, slots, resident
     ipar[I_POLICY], ipar[I_DEPMODEL] = POLICY_CODES[options.policy], DEPMODEL_CODES[depmodel]
-    for idx, sw in ((I_SW_BANK, options.bank_conflicts), (I_SW_COAL, options.coalescing),
-                    (I_SW_SKEW, options.channel_skew), (I_SW_BW, options.bandwidth), (I_SW_L1, options.l1_misses),
-                    (I_SW_L2, options.l2_misses), (I_SW_DEPS, options.dependencies),
-                    (I_SW_UNITS, options.unit_throughput), (I_SW_SAME, options.same_warp_penalty),
-                    (I_SW_BAR, options.barriers)):
-        ipar[idx] = int(bool(sw))
+    for mech, idx in SWITCH_INDEX.items():
+        ipar[idx] = int(bool(getattr(options, mech)))
     shmem_alloc = math.ceil(shmem / sh.alloc_unit) * sh.alloc_unit if shmem else 0
     if gm.l1 is not None:
         l1_size = gm.l1.size_bytes - resident * shmem_alloc
@@ -475,7 +499,7 @@ def lower(program, kernel_trace, machine: Machine, options: Options | None = Non
     fpar[F_SERVICE_PER_BYTE] = 1.0 / bytes_per_cycle
     fpar[F_WAVEFRONT_CYCLES] = sh.wavefront_cycles
     fpar[F_RBAR_LAT] = machine.latencies["store"].execution if "store" in machine.latencies else 1.0
-    fpar[F_LAUNCH_LAT] = 1.0
+    fpar[F_LAUNCH_LAT] = max(1.0, machine.block_launch_cycles)
 
     meta = {"kernel": name, "machine": machine.name, "clock_mhz": machine.clock_mhz, "opcodes": st["opcodes"],
             "pcs": st["pcs"], "dependency_model": depmodel, "policy": options.policy, "sms": n_sms,

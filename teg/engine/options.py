@@ -28,6 +28,7 @@ MECHANISMS: dict[str, str] = {
     "unit_throughput": "unlimited functional units",
     "same_warp_penalty": "no same-warp issue penalty",
     "barriers": "free barriers",
+    "block_launch": "instant block launch",
 }
 
 
@@ -65,7 +66,8 @@ class Options:
     concurrent warps on one SM, each running one trace warp's stream), ``blocks`` (sweep mode:
     exactly this many blocks resident together on one SM), ``blocks_per_sm`` (resident
     blocks per SM instead of the occupancy calculation), ``unknown`` (``error`` or ``alu`` for
-    opcodes the machine table does not know), ``record_timeline`` (issue cycle of every row),
+    opcodes the machine table does not know), ``record_timeline`` (issue cycle of every row,
+    the wait before it by cause, and each memory transaction's queueing: :mod:`teg.engine.records`),
     ``record_order`` (the global issue order, ``Result.order``, that a replay run can follow:
     :func:`teg.engine.input.with_replay`)."""
 
@@ -79,6 +81,7 @@ class Options:
     unit_throughput: bool = True
     same_warp_penalty: bool = True
     barriers: bool = True
+    block_launch: bool = True
     policy: str = "gto"
     dependency_model: str = "auto"
     sms: int | None = None

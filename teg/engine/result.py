@@ -18,7 +18,9 @@ class Result:
     ``cycles``. ``pc_count`` / ``pc_wait`` are per static instruction (executions; cycles between
     becoming a warp's next instruction and issuing). ``timeline`` holds the issue cycle of every
     dynamic row when the run recorded it; ``order`` the dynamic rows in issue order (cycle, then
-    scheduler index) when the run recorded it (``record_order``) — the input of a replay run."""
+    scheduler index) when the run recorded it (``record_order``) — the input of a replay run.
+    ``row_record`` / ``tx_record`` (``record_timeline``) and ``pc_causes`` (``record_instructions``)
+    are what the timeline and the instruction view read (layouts: :mod:`teg.engine.records`)."""
 
     cycles: int
     instructions: int
@@ -30,6 +32,9 @@ class Result:
     timeline: np.ndarray | None = None
     meta: dict = field(default_factory=dict)
     order: np.ndarray | None = None
+    row_record: np.ndarray | None = field(default=None, repr=False)
+    tx_record: np.ndarray | None = field(default=None, repr=False)
+    pc_causes: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def ipc(self) -> float:
@@ -79,11 +84,11 @@ class Result:
 
 
 def make_result(cycles: int, stall: np.ndarray, counters: np.ndarray, pc_count, pc_wait, sm_end,
-                timeline, meta: dict, order: np.ndarray | None = None) -> Result:
+                timeline, meta: dict, order: np.ndarray | None = None, **records) -> Result:
     return Result(
         cycles=int(cycles),
         instructions=int(counters[0]),
         stalls={name: int(stall[i]) for i, name in enumerate(CAUSE_NAMES)},
         counters={name: int(counters[i]) for i, name in enumerate(COUNTER_NAMES)},
         pc_count=pc_count, pc_wait=pc_wait, sm_cycles=sm_end.astype(np.int64),
-        timeline=timeline, meta=meta, order=order)
+        timeline=timeline, meta=meta, order=order, **records)

@@ -8,6 +8,7 @@ from teg import TegError
 from teg.engine.codes import CAUSE_NAMES, COUNTER_NAMES, NO_WARP, NUM_CAUSES
 from teg.engine.core import X_DST, X_NWAW, X_SRC, simulate
 from teg.engine.input import I_RECORD_ORDER, I_SMS, I_TIMELINE, EngineInput
+from teg.engine.records import NTL, NTX, REC_PCS, REC_ROWS, TL_ISSUE
 from teg.engine.result import Result, make_result
 
 
@@ -21,8 +22,11 @@ def run(inp: EngineInput) -> Result:
     pc_count = np.zeros(inp.num_static, np.int64)
     pc_wait = np.zeros(inp.num_static, np.float64)
     counters = np.zeros(len(COUNTER_NAMES), np.int64)
-    record = bool(inp.ipar[I_TIMELINE])
-    timeline = np.full(inp.num_rows if record else 0, -1.0, np.float64)
+    record = bool(inp.ipar[I_TIMELINE] & REC_ROWS)
+    attrib = bool(inp.ipar[I_TIMELINE] & REC_PCS)
+    timeline = np.full((inp.num_rows if record else 0, NTL), -1.0, np.float64)
+    tx_rec = np.full((inp.tx_addr.shape[0] if record else 0, NTX), -1.0, np.float64)
+    pcc = np.zeros((2, inp.num_static + 1 if attrib else 0, NUM_CAUSES), np.int64)
     sm_end = np.zeros((int(inp.ipar[I_SMS]), 2), np.float64)   # last completion, blocks run
     if inp.c_start.shape[0] == 0:
         raise EngineError("nothing to simulate: no warp has instructions")
@@ -36,7 +40,7 @@ def run(inp: EngineInput) -> Result:
         inp.r_sidx, inp.r_wave, inp.r_wave_min, inp.r_tx_start, inp.r_tx_min, inp.r_tx_min_bytes,
         inp.tx_addr, inp.tx_bytes, inp.tx_chan,
         inp.c_start, inp.c_end, inp.c_block, inp.b_ctx_start, inp.sm_blocks_start, inp.sm_blocks,
-        inp.ipar, inp.fpar, stall, pc_count, pc_wait, counters, timeline, sm_end, order_in, order_out)
+        inp.ipar, inp.fpar, stall, pc_count, pc_wait, counters, timeline, sm_end, order_in, order_out, pcc, tx_rec)
     if status == 1 and order_in.shape[0]:
         raise EngineError(f"{inp.meta.get('kernel', 'kernel')}: replay order infeasible at cycle {cycles}: its next "
                           "row waits for something only later rows provide (a barrier arrival; an order from "
@@ -65,8 +69,10 @@ def run(inp: EngineInput) -> Result:
         meta["stall_sms"] = busy
         stall = average_breakdown(stall, busy)
     return make_result(cycles, stall, counters, pc_count, pc_wait.astype(np.int64), sm_end[:, 0],
-                       timeline.astype(np.int64) if record else None, meta,
-                       order_out if order_out.shape[0] else None)
+                       timeline[:, TL_ISSUE].astype(np.int64) if record else None, meta,
+                       order_out if order_out.shape[0] else None,
+                       row_record=timeline if record else None, tx_record=tx_rec if record else None,
+                       pc_causes=pcc if attrib else None)
 
 
 def average_breakdown(sm_cycles: np.ndarray, n_sms: int) -> np.ndarray:

@@ -25,11 +25,13 @@ from typing import Any
 import yaml
 
 from teg import TegError
-from teg.machine import schema
+from teg.machine import generated, schema
 from teg.machine.formulas import c_mem_from, c_mem_slots
 from teg.machine.model import (MAX_SECTORS_PER_LINE, Cache, GlobalMemory, Latency, Limits, Machine, OpInfo,
                                SharedMemory, Unit)
 from teg.resources import isa_tables_dir
+from teg.textfile import TextFileError, read_text
+from teg.yamlfile import YamlError, load_yaml
 
 
 class MachineTableError(TegError):
@@ -147,7 +149,7 @@ def table_error(file: Path | str, path: tuple[str, ...], problem: str, lines: di
             if line is not None:
                 break
     where = f"{file}:{line}" if line is not None else f"{file}"
-    key = ".".join(path) if path else "<top>"
+    key = ".".join(map(str, path)) if path else "<top>"
     return MachineTableError(f"{where}: {key}: {problem}")
 
 
@@ -192,7 +194,7 @@ def _mtime(p: Path | str) -> int:
         return -1
 
 
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)   # libyaml when available
+MAX_TABLE_BYTES = 1 << 20      # the shipped tables are 10-30 kB
 _FILES: dict[str, tuple[int, dict[str, Any], dict[tuple[str, ...], int]]] = {}
 
 
@@ -210,17 +212,19 @@ def _read(path: Path) -> tuple[dict[str, Any], dict[tuple[str, ...], int]]:
 
 def _parse(path: Path) -> tuple[dict[str, Any], dict[tuple[str, ...], int]]:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path, MAX_TABLE_BYTES, "machine table")
+    except TextFileError as exc:
+        raise MachineTableError(str(exc)) from None
     except OSError as exc:
         raise MachineTableError(f"{path}: cannot read machine table: {exc.strerror or exc}") from None
+    cut = generated.truncation(text)
+    if cut:
+        raise MachineTableError(f"{path}: {cut}")
     try:
-        node = yaml.compose(text, Loader=_YAML_LOADER)
-        doc = yaml.load(text, Loader=_YAML_LOADER)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise MachineTableError(f"{where}: invalid YAML: {problem}") from None
+        doc, node = load_yaml(text)
+    except YamlError as exc:
+        where = f"{path}:{exc.line}" if exc.line is not None else str(path)
+        raise MachineTableError(f"{where}: {exc.problem}") from None
     if not isinstance(doc, dict):
         raise MachineTableError(f"{path}: a machine table must be a YAML mapping at the top level")
     lines: dict[tuple[str, ...], int] = {}
@@ -336,7 +340,8 @@ def _build(doc: dict[str, Any], path: Path) -> Machine:
         issue_interval=float(_v(doc["issue_interval"])), dependency_model=doc["dependency_model"],
         limits=limits, units=units, latencies=latencies, shared=shared, memory=memory, opcodes=opcodes,
         extras={k: _v(v) for k, v in (doc.get("analytical") or {}).items()},
-        source_path=str(path), raw=doc)
+        source_path=str(path), raw=doc,
+        block_launch_cycles=float(_v(doc["block_launch_cycles"])) if "block_launch_cycles" in doc else 0.0)
 
 
 def _build_cache(c: dict | None, name: str) -> Cache | None:
@@ -363,6 +368,10 @@ def _build_memory(m: dict, num_sms: int, warp_size: int, clock_mhz: float) -> Gl
         max_out = c_mem_slots(c_mem_from(float(_v(m["bandwidth_gbs"])), float(_v(m["dram_latency"])),
                                          num_sms / sms_per_pipeline, warp_size,
                                          int(_v(mo["c_mem_ele_size"])), clock_mhz))
+        if max_out > schema.MAX_OUTSTANDING:
+            raise schema.SchemaViolation(("memory", "max_outstanding"), f"bad value: C_mem comes out at {max_out:,} "
+                                         f"slots per pipeline, more than {schema.MAX_OUTSTANDING:,} (check "
+                                         "bandwidth_gbs, dram_latency and clock_mhz)")
     else:
         max_out = int(_v(mo))
     opt = {k: (float(_v(m[k])) if m.get(k) is not None else None)

@@ -155,6 +155,9 @@ class Machine:
     extras: dict[str, Any] = field(default_factory=dict)   # model-only parameters (analytical models)
     source_path: str = ""
     raw: dict[str, Any] = field(default_factory=dict)      # the resolved YAML document
+    # cycles from a block slot freeing on an SM to the first issue of the next block dealt there
+    # (the CWD's completion tracking and dispatch); 0 where no measurement exists
+    block_launch_cycles: float = 0.0
 
     def occupancy(self, info: OpInfo) -> float:
         """Cycles one warp instruction classified as ``info`` holds its unit: the opcode's own

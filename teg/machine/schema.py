@@ -11,6 +11,7 @@ optional, since the base table supplies the rest) and ``partial=False`` for the 
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, replace
 from typing import Any
@@ -22,6 +23,14 @@ UNIT_CLASSES = ("int", "fp32", "fp16", "fp64", "sfu", "tensor", "conversion", "m
                 "uniform", "memory", "control", "sync", "other")
 OPCODE_KEY = re.compile(r"^[A-Z][A-Z0-9_]*(\.[A-Za-z0-9_]+)*$")
 OPINFO_FIELDS = ("unit", "latency", "kind", "space", "variable", "unit_class")
+
+
+# Upper bound of every number unless a field names its own: latencies, occupancies, rates and
+# counts of real GPUs are far below it (a table beyond it would only make the engine's arrays and
+# loops enormous)
+PLAUSIBLE_MAX = 1e6
+KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
+MAX_OUTSTANDING = 16 * KIB      # memory transaction slots per pipeline (given, or computed as C_mem)
 
 
 class SchemaViolation(Exception):
@@ -40,7 +49,7 @@ def unwrap_leaf(node: Any, path: tuple[str, ...]) -> tuple[Any, tuple[str, ...]]
         return node, path
     unknown = set(node) - {"value", "source"}
     if unknown:
-        raise SchemaViolation(path + (sorted(unknown)[0],), "unknown key in value leaf "
+        raise SchemaViolation(path + (sorted(map(str, unknown))[0],), "unknown key in value leaf "
                               "(allowed: value, source)")
     if "value" not in node:
         raise SchemaViolation(path + ("value",), "missing key")
@@ -61,18 +70,26 @@ def is_value_leaf(x: Any) -> bool:
 
 @dataclass(frozen=True)
 class Num:
-    """A number, optionally integral, bounded below; bare or as a value leaf."""
+    """A finite number, optionally integral, bounded below and above (by default by
+    :data:`PLAUSIBLE_MAX`: no count, latency or rate of a real GPU comes near it); bare or as a
+    value leaf."""
 
     integer: bool = False
     minimum: float | None = 0
     required: bool = True
     positive: bool = False
     power_of_two: bool = False
+    maximum: float | None = None    # None: PLAUSIBLE_MAX
 
     def check(self, node: Any, path: tuple[str, ...], partial: bool) -> None:
         node, path = unwrap_leaf(node, path)
         if not is_number(node):
             raise SchemaViolation(path, f"wrong type: expected a number, got {_tname(node)}")
+        if not math.isfinite(node):
+            raise SchemaViolation(path, f"bad value {node!r}: must be a finite number")
+        limit = PLAUSIBLE_MAX if self.maximum is None else self.maximum
+        if node > limit:
+            raise SchemaViolation(path, f"bad value {node!r}: must be <= {limit:,g}")
         if self.integer and not (isinstance(node, int) or float(node).is_integer()):
             raise SchemaViolation(path, f"wrong type: expected an integer, got {node!r}")
         if self.minimum is not None and node < self.minimum:
@@ -134,7 +151,7 @@ class NumList:
         if not isinstance(node, list) or not node:
             raise SchemaViolation(path, f"wrong type: expected a non-empty list of numbers, got {_tname(node)}")
         for i, x in enumerate(node):
-            Num(integer=self.integer, positive=True).check(x, path + (str(i),), partial)
+            Num(integer=self.integer, positive=True, maximum=64 * KIB).check(x, path + (str(i),), partial)
 
 
 @dataclass(frozen=True)
@@ -241,20 +258,23 @@ class MaxOutstanding:
         if isinstance(node, dict) and "c_mem_ele_size" in node:
             unknown = set(node) - {"c_mem_ele_size", "source"}
             if unknown:
-                raise SchemaViolation(path + (sorted(unknown)[0],),
+                raise SchemaViolation(path + (sorted(map(str, unknown))[0],),
                                       "unknown key (allowed here: c_mem_ele_size, source)")
-            Num(integer=True, positive=True).check(node["c_mem_ele_size"], path + ("c_mem_ele_size",), partial)
+            Num(integer=True, positive=True, maximum=KIB).check(node["c_mem_ele_size"], path + ("c_mem_ele_size",),
+                                                                partial)
             return
-        Num(integer=True, positive=True).check(node, path, partial)
+        Num(integer=True, positive=True, maximum=MAX_OUTSTANDING).check(node, path, partial)
 
 
 CACHE = Section({
-    "size_bytes": Num(integer=True, positive=True),
-    "line_bytes": Num(integer=True, positive=True, power_of_two=True),
-    "sector_bytes": Num(integer=True, positive=True, power_of_two=True),
-    "assoc": Num(integer=True, positive=True),
+    "size_bytes": Num(integer=True, positive=True, maximum=GIB),
+    "line_bytes": Num(integer=True, positive=True, power_of_two=True, maximum=4 * KIB),
+    "sector_bytes": Num(integer=True, positive=True, power_of_two=True, maximum=4 * KIB),
+    "assoc": Num(integer=True, positive=True, maximum=1024),
     "latency": Num(positive=True),
 }, required=False, nullable=True)
+# an L1 is per SM: its state is held once per simulated SM (the largest real one is 256 kB)
+L1_CACHE = replace(CACHE, fields={**CACHE.fields, "size_bytes": Num(integer=True, positive=True, maximum=MIB)})
 
 OPCLASS_FIELDS = {
     "unit": Str(),
@@ -263,7 +283,7 @@ OPCLASS_FIELDS = {
     "space": Str(SPACES),
     "variable": Bool(),
     "unit_class": Str(UNIT_CLASSES),
-    "width": Num(integer=True, required=False),
+    "width": Num(integer=True, required=False, maximum=1024),
     "occupancy": Num(positive=True, required=False),
 }
 
@@ -285,26 +305,27 @@ TABLE = Section({
     "description": Str(),
     "extends": Str(required=False),
     "sources": MapOf(Str(), required=False),
-    "sm": Num(integer=True, positive=True),
-    "clock_mhz": Num(positive=True),
-    "num_sms": Num(integer=True, positive=True),
-    "warp_size": Num(integer=True, positive=True),
-    "schedulers": Num(integer=True, positive=True),
+    "sm": Num(integer=True, positive=True, maximum=1000),
+    "clock_mhz": Num(positive=True, maximum=10_000),
+    "num_sms": Num(integer=True, positive=True, maximum=1024),
+    "warp_size": Num(integer=True, positive=True, power_of_two=True, maximum=32),   # lane masks are 32 bits
+    "schedulers": Num(integer=True, positive=True, maximum=16),
     "issue_interval": Num(positive=True),
+    "block_launch_cycles": Num(required=False),
     "dependency_model": Str(("scoreboard", "controlcodes")),
     "limits": Section({
-        "max_warps": Num(integer=True, positive=True),
-        "max_blocks": Num(integer=True, positive=True),
-        "max_threads": Num(integer=True, positive=True),
-        "max_threads_per_block": Num(integer=True, positive=True),
-        "registers": Num(integer=True, positive=True),
-        "max_regs_per_thread": Num(integer=True, positive=True),
-        "reg_alloc_unit": Num(integer=True, positive=True),
+        "max_warps": Num(integer=True, positive=True, maximum=128),
+        "max_blocks": Num(integer=True, positive=True, maximum=128),
+        "max_threads": Num(integer=True, positive=True, maximum=4096),
+        "max_threads_per_block": Num(integer=True, positive=True, maximum=4096),
+        "registers": Num(integer=True, positive=True, maximum=MIB),
+        "max_regs_per_thread": Num(integer=True, positive=True, maximum=256),
+        "reg_alloc_unit": Num(integer=True, positive=True, maximum=64 * KIB),
         "reg_alloc_per": Str(("warp", "block"), required=False),
     }),
     "units": MapOf(Section({
         "occupancy": Num(positive=True),
-        "count": Num(integer=True, positive=True, required=False),
+        "count": Num(integer=True, positive=True, required=False, maximum=64),
         "per": Str(("scheduler", "sm"), required=False),
     }), key_pattern=NAME, min_items=1),
     "latencies": MapOf(Section({
@@ -313,33 +334,33 @@ TABLE = Section({
         "issue_same": Num(),
     }), key_pattern=NAME, min_items=1),
     "shared": Section({
-        "banks": Num(integer=True, positive=True),
-        "bank_bytes": Num(integer=True, positive=True),
-        "phase_lanes": Num(integer=True, positive=True),
+        "banks": Num(integer=True, positive=True, maximum=64),
+        "bank_bytes": Num(integer=True, positive=True, maximum=64),
+        "phase_lanes": Num(integer=True, positive=True, maximum=32),
         "latency": Num(positive=True),
         "wavefront_cycles": Num(),
-        "size_per_sm": Num(integer=True, positive=True),
-        "max_per_block": Num(integer=True, positive=True),
-        "alloc_unit": Num(integer=True, positive=True),
+        "size_per_sm": Num(integer=True, positive=True, maximum=16 * MIB),
+        "max_per_block": Num(integer=True, positive=True, maximum=16 * MIB),
+        "alloc_unit": Num(integer=True, positive=True, maximum=MIB),
     }),
     "memory": Section({
         "coalescing": Str(("cc13", "sector")),
         "segment_bytes": NumList(),
         "dram_latency": Num(positive=True),
-        "channels": Num(integer=True, positive=True),
-        "interleave_bytes": Num(integer=True, positive=True),
+        "channels": Num(integer=True, positive=True, maximum=1024),
+        "interleave_bytes": Num(integer=True, positive=True, maximum=MIB),
         "channel_hash": Str(("linear", "xor", "ipoly")),
         "bandwidth_gbs": Num(positive=True),
         "max_outstanding": MaxOutstanding(),
-        "sms_per_pipeline": Num(integer=True, positive=True),
-        "l1": CACHE,
+        "sms_per_pipeline": Num(integer=True, positive=True, maximum=1024),
+        "l1": L1_CACHE,
         "l2": CACHE,
         "l2_bandwidth_bytes_per_clk": Num(positive=True, required=False),
-        "l2_partitions": Num(integer=True, positive=True, required=False),
-        "l2_partition_bytes": Num(integer=True, positive=True, required=False),
+        "l2_partitions": Num(integer=True, positive=True, required=False, maximum=64),
+        "l2_partition_bytes": Num(integer=True, positive=True, required=False, maximum=GIB),
         "l2_far_latency": Num(positive=True, required=False),
-        "l2_slices": Num(integer=True, positive=True, required=False),
-        "l1_mshr_lines": Num(integer=True, positive=True, required=False),
+        "l2_slices": Num(integer=True, positive=True, required=False, maximum=1024),
+        "l1_mshr_lines": Num(integer=True, positive=True, required=False, maximum=64 * KIB),
         "local_latency": Num(positive=True, required=False),
         "const_latency": Num(positive=True, required=False),
         "l1_caches_global_loads": Flag(required=False),

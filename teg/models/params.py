@@ -40,9 +40,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
-import yaml
-
 from teg import TegError
+from teg.textfile import TextFileError
+from teg.yamlfile import load_yaml_file
 
 
 class ModelParameterError(TegError):
@@ -147,10 +147,9 @@ def load_overlay(machine_name: str, tables_dir: Path | None = None,
     if not path.is_file():
         return {}, {}
     try:
-        doc = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        line = getattr(getattr(exc, "problem_mark", None), "line", -1) + 1
-        raise ModelParameterError(f"{path}:{line}: invalid YAML ({getattr(exc, 'problem', exc)})") from None
+        doc = load_yaml_file(path, "analytical overlay")
+    except TextFileError as exc:
+        raise ModelParameterError(str(exc)) from None
     if not isinstance(doc, Mapping) or "analytical" not in doc:
         raise ModelParameterError(f"{path}: an analytical overlay must hold an 'analytical:' mapping")
     return parse_section(doc["analytical"], str(path))
@@ -167,10 +166,33 @@ def _machine_section(machine: Any) -> tuple[dict[str, float], dict[str, str]]:
     return parse_section({k: {"value": v, "source": where} for k, v in extras.items()}, where)
 
 
+# Every model-only parameter one of the four models reads (teg.models.mwp_cwp, cpa, mpd_cpd, bsp);
+# ``luo_cost_<class>`` is MPD/CPD's cost of an instruction class. An override of any other name
+# would change nothing, so it is refused.
+PARAMETERS = frozenset((
+    "mem_ld", "departure_del_coal", "departure_del_uncoal", "issue_cycles", "uncoal_per_mw",
+    "cpa_issue_cycles", "cpa_high_latency_cycles", "cpa_base_mem_latency", "cpa_freq_mhz",
+    "cpa_dep_delay_32b", "cpa_dep_delay_64b", "cpa_dep_delay_128b", "cpa_dep_delay_vector",
+    "luo_a", "luo_b", "luo_c", "luo_d", "luo_t_mem", "luo_max_warps", "luo_cost_default",
+    "bsp_lambda", "bsp_g_sm", "bsp_g_l1", "bsp_g_l2", "bsp_g_gm", "bsp_cores_per_sm", "bsp_l1_hit_rate",
+    "bsp_l2_hit_rate",
+))
+
+
+def is_parameter(name: str) -> bool:
+    """Whether some analytical model reads the parameter ``name`` (:data:`PARAMETERS`)."""
+    return name in PARAMETERS or (name.startswith("luo_cost_") and name[len("luo_cost_"):].isidentifier())
+
+
 def params_for(machine: Any, overrides: Mapping[str, float] | None = None,
                tables_dir: Path | None = None) -> ModelParams:
     """Resolve the analytical-model parameters of ``machine`` (a :class:`teg.machine.Machine`):
-    overlay ``isa_tables/analytical/<name>.yaml`` < the table's own ``analytical:`` < ``overrides``."""
+    overlay ``isa_tables/analytical/<name>.yaml`` < the table's own ``analytical:`` < ``overrides``
+    (names no model reads are refused)."""
+    for name in overrides or ():
+        if not is_parameter(name):
+            raise ModelParameterError(f"--param {name}: no analytical model reads a parameter of that name "
+                                      f"(they read: {', '.join(sorted(PARAMETERS))}, luo_cost_<class>)")
     values, sources = load_overlay(machine.name, tables_dir, getattr(machine, "sm", None))
     own_values, own_sources = _machine_section(machine)
     values.update(own_values)

@@ -59,8 +59,10 @@ def blocks_line(m: dict) -> str | None:
             f"{m.get('waves', 0.0):.3g} waves")
 
 
-def result_text(r: Result, top_pcs: int = 10) -> str:
-    """Summary of one estimate: cycles, time, IPC, occupancy, stall breakdown, hottest PCs."""
+def result_text(r: Result, top_pcs: int = 10, views=("summary", "stalls")) -> str:
+    """Summary of one estimate: cycles, time, IPC, occupancy, stall breakdown, hottest PCs.
+    ``views`` picks the sections: ``summary`` (setup, cycles, time, IPC, occupancy, blocks, notes)
+    and ``stalls`` (the stall breakdown and the instructions waited on most)."""
     m = r.meta
     lines = setup_lines(m) + [f"cycles      {r.cycles}"]
     if r.time_us is not None:
@@ -80,15 +82,17 @@ def result_text(r: Result, top_pcs: int = 10) -> str:
     if m.get("stall_sms"):
         head = (f"cycle breakdown of the average SM that ran a block ({m['stall_sms']} SMs; one cause "
                 "per cycle of each)")
-    lines += ["", head, _table(["cause", "cycles", "share"], rows)]
+    stalls = ["", head, _table(["cause", "cycles", "share"], rows)]
     ops, pcs = m.get("opcodes"), m.get("pcs")
     if ops is not None and pcs is not None and top_pcs:
         order = sorted(range(len(ops)), key=lambda i: -int(r.pc_wait[i]))[:top_pcs]
         prow = [[f"{int(pcs[i]):04x}", ops[i], str(int(r.pc_count[i])), str(int(r.pc_wait[i]))]
                 for i in order if r.pc_count[i]]
         if prow:
-            lines += ["", "instructions waited on most", _table(["pc", "opcode", "count", "wait"], prow, "llrr")]
-    return "\n".join(lines)
+            stalls += ["", "instructions waited on most", _table(["pc", "opcode", "count", "wait"], prow, "llrr")]
+    if "summary" not in views:
+        return "\n".join(stalls[1:]) if "stalls" in views else ""
+    return "\n".join(lines + (stalls if "stalls" in views else []))
 
 
 def whatif_text(rows, meta: dict | None = None) -> str:

@@ -2,7 +2,9 @@
 
 Search order: ``PATH``; ``$CUDA_HOME/bin`` and ``$CUDA_PATH/bin``; ``/usr/local/cuda/bin``; the
 ``bin/`` folders of NVIDIA's pip wheels (``site-packages/nvidia/cu13/bin``, ``nvidia/cuda_nvcc/bin``
-…, installed by ``pip install teg[cuda]``). A missing tool raises :class:`ToolNotFoundError` that
+…, installed by ``pip install teg[cuda]`` or ``teg[test]``), found through the ``nvidia`` namespace
+package (``importlib.util.find_spec``) and through the wheels' own file lists
+(``importlib.metadata``). A missing tool raises :class:`ToolNotFoundError` that
 says where teg looked and how to install it.
 """
 
@@ -37,11 +39,31 @@ def wheel_bin_dirs() -> list[Path]:
     return dirs
 
 
-def candidate_dirs() -> list[Path]:
-    """Folders searched after PATH, in order."""
+def wheel_record_dirs(name: str) -> list[Path]:
+    """Folders of the files named ``bin/<name>`` that installed distributions list in their
+    ``RECORD`` (``importlib.metadata``): finds the wheel's tool wherever the ``nvidia`` package
+    lives, even when another ``nvidia`` package on ``sys.path`` hides the namespace."""
+    from importlib import metadata
+
+    dirs: list[Path] = []
+    for dist in metadata.distributions():
+        if not str(dist.metadata.get("Name") or "").lower().startswith("nvidia-"):
+            continue
+        for f in dist.files or ():
+            if f.name == name and f.parent.name == "bin":
+                d = Path(dist.locate_file(f)).parent
+                if d not in dirs:
+                    dirs.append(d)
+    return dirs
+
+
+def candidate_dirs(name: str = "") -> list[Path]:
+    """Folders searched after PATH, in order (with ``name``: also the wheels' recorded folders)."""
     dirs = [Path(os.environ[v]) / "bin" for v in ("CUDA_HOME", "CUDA_PATH") if os.environ.get(v)]
     dirs.append(Path("/usr/local/cuda/bin"))
     dirs.extend(wheel_bin_dirs())
+    if name:
+        dirs.extend(d for d in wheel_record_dirs(name) if d not in dirs)
     return dirs
 
 
@@ -50,12 +72,15 @@ def find_tool(name: str) -> Path:
     on_path = shutil.which(name)
     if on_path:
         return Path(on_path)
-    dirs = candidate_dirs()
+    dirs = candidate_dirs(name)
     for d in dirs:
         exe = d / name
         if exe.is_file() and os.access(exe, os.X_OK):
             return exe
     looked = ", ".join(["PATH", *(str(d) for d in dirs)])
+    blocked = [str(d / name) for d in dirs if (d / name).is_file()]
+    if blocked:
+        raise ToolNotFoundError(f"{name} found but not executable: {blocked[0]} (chmod +x it)")
     hint = INSTALL_HINT.get(name, "install the CUDA toolkit or set CUDA_HOME")
     raise ToolNotFoundError(f"{name} not found (looked in {looked}); {hint}")
 

@@ -15,6 +15,8 @@ class SassParseError(TegError):
         self.line = line
         self.text = text
         where = f"{source}:{line}" if line else source
+        if len(problem) > 300:       # a damaged line can carry an operand of thousands of characters
+            problem = problem[:297] + "..."
         shown = text.strip()
         if len(shown) > 120:
             shown = shown[:117] + "..."

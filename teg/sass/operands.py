@@ -31,6 +31,9 @@ _SUFFIX = re.compile(r"\w+$")
 _BRACED = re.compile(r"\{[\w, ]*\}$")
 _LABEL = re.compile(r"`\(([^()`]+)\)$")
 _SPECIAL_FLOATS = {"INF": math.inf, "QNAN": math.nan, "NAN": math.nan, "SNAN": math.nan}
+_TEX_DIM = re.compile(r"\d+D$")                  # texture dimensions (TEX … 2D)
+_FLOAT_NAMES = frozenset(("nan", "inf", "infinity", "qnan", "snan"))
+_REG_PREFIXES = frozenset(("R", "UR", "P", "UP", "SR", "SR_"))
 
 # width suffixes on a register name (R2.64) and index scales inside an address ([R9.X4])
 _WIDE_SUFFIX = {"64": 2, "128": 4}
@@ -75,15 +78,21 @@ def flat_id(name: str) -> int:
 
 
 def _number(text: str) -> int | float | None:
-    """Value of an unsigned numeric literal (hex, decimal, float, INF/QNAN), or None."""
+    """Value of an unsigned numeric literal (hex, decimal, float, INF/QNAN), or None. A literal that
+    no instruction encoding holds — an integer wider than 64 bits, a decimal float beyond the
+    double range (``1e999``) — raises OperandError."""
     if not text[:1].isdigit():      # every numeric form starts with a digit (a cheap test for R4, UR6 …)
         return _SPECIAL_FLOATS.get(text)
-    if _HEX.match(text):
-        return int(text, 16)
-    if _DEC.match(text):
-        return int(text)
+    if _HEX.match(text) or _DEC.match(text):
+        value = int(text, 16 if text[1:2] in ("x", "X") else 10)
+        if value >> 64:
+            raise OperandError(f"immediate {text!r} is wider than 64 bits")
+        return value
     if _FLOAT.match(text):
-        return float(text)
+        value = float(text)
+        if math.isinf(value):
+            raise OperandError(f"immediate {text!r} is beyond the range of a double")
+        return value
     return _SPECIAL_FLOATS.get(text)
 
 
@@ -228,6 +237,18 @@ def _bracket_operand(prefix: str, groups: list[str], suffix: str, text: str, spa
                    offset=offset, scale=scale, select=select)
 
 
+def _check_word(core: str, text: str) -> None:
+    """A bare word operand (``B0``, ``SB0``, ``2D`` …) that is really a damaged number or register
+    raises OperandError: a word led by a digit other than a texture dimension (``0x``, ``12ab``), a
+    lower-case float name (SASS prints ``INF`` and ``QNAN``), a register prefix without its index."""
+    if core[0].isdigit() and not _TEX_DIM.match(core):
+        raise OperandError(f"bad immediate {text!r}")
+    if core.lower() in _FLOAT_NAMES:
+        raise OperandError(f"bad immediate {text!r} (SASS prints INF and QNAN)")
+    if core in _REG_PREFIXES:
+        raise OperandError(f"truncated operand {text!r} (a register name without its number)")
+
+
 @functools.lru_cache(maxsize=1 << 16)
 def parse_operand(text: str, space: str | None = None) -> Operand:
     """Parse one operand's text (already stripped). ``space`` is the memory space implied by the
@@ -288,6 +309,7 @@ def parse_operand(text: str, space: str | None = None) -> Operand:
     if _BRACED.match(core) or _WORD.match(core):
         if neg or absolute:
             raise OperandError(f"bad operand {text!r}")
+        _check_word(core, text)
         return Operand("other", text, inverted=inv)
     raise OperandError(f"unrecognized operand {text!r}")
 

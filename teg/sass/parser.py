@@ -45,6 +45,11 @@ _LABEL_LINE = re.compile(r"[\w.$@]+:$")
 _FATBIN = re.compile(r"Fatbin (\w+) code:$")
 
 _REGS_OF = attrgetter("regs")
+# Bounds on what a listing may hold: an instruction prints at most a dozen operands (the register
+# lists below are concatenated per operand, so the bound also keeps that work linear in the
+# line), and instruction addresses are byte offsets inside one function
+MAX_OPERANDS = 32
+MAX_ADDRESS = (1 << 32) - 1
 _WRITTEN_KINDS = frozenset(("reg", "pred"))     # operand kinds a destination position writes
 
 # Maxwell/Pascal: a control word covers the next three instructions
@@ -229,6 +234,8 @@ def decode_instruction(body: str) -> tuple:
     base, mods, eff = _opcode(opcode)
     operand_text = operand_text.strip()
     texts = split_operands(operand_text) if operand_text else ()
+    if len(texts) > MAX_OPERANDS:
+        raise OperandError(f"{len(texts)} operands (a SASS instruction has at most {MAX_OPERANDS})")
     target: int | str | None = None
     mem_width = eff.mem_width
     if "[" not in operand_text:
@@ -296,8 +303,17 @@ class _KernelBuilder:
         self.volta = self.sm >= 70 or self.sm == 0
 
     def finish(self) -> Program:
-        """Resolve branch targets (hex addresses and labels) to instruction indices."""
+        """Check that instruction addresses increase and fit :data:`MAX_ADDRESS` (a duplicated or
+        out-of-order address would put control codes and branch targets on the wrong instruction),
+        then resolve branch targets (hex addresses and labels) to instruction indices."""
         instructions = self.instructions
+        prev = -1
+        for ins in instructions:
+            if ins.address <= prev or ins.address > MAX_ADDRESS:
+                problem = (f"instruction address 0x{ins.address:x} is beyond 0x{MAX_ADDRESS:x}" if ins.address > MAX_ADDRESS
+                           else f"instruction address 0x{ins.address:04x} does not follow the previous one (0x{prev:04x})")
+                raise SassParseError(problem, self.source, ins.line, ins.text)
+            prev = ins.address
         by_addr = {ins.address: ins.index for ins in instructions}
         for k, target in self.branches:
             resolved = self.labels.get(target) if isinstance(target, str) else by_addr.get(target)

@@ -16,6 +16,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from teg import fileio
 from teg.trace.accelsim import accelsim_files, convert_accelsim, write_accelsim
 from teg.trace.errors import TraceFormatError, TraceMismatchError, TraceOutputError, TraceUnsupportedError
 from teg.trace.join import join, opcodes_agree
@@ -66,24 +67,26 @@ def load(path: str | os.PathLike, cache: str | os.PathLike | bool | None = None,
             root.mkdir(parents=True, exist_ok=True)
         except OSError:
             root = Path(tempfile.mkdtemp(prefix="teg-trace-"))
+        fileio.sweep(root)      # conversions killed earlier (their owner is gone)
         target = root / _cache_key(files, listing)
         if target.is_dir() and (target / "meta.json").is_file():
             try:
                 return load_native(target)
             except TraceFormatError:
-                pass    # damaged cache entry: convert again
+                fileio.remove_entry(target)    # damaged cache entry: convert again
     convert_accelsim(p, target, progress=progress)
     return load_native(target)
 
 
-def convert(src: str | os.PathLike, out: str | os.PathLike, progress: bool = False) -> Path:
+def convert(src: str | os.PathLike, out: str | os.PathLike, progress: bool = False, force: bool = False) -> Path:
     """Accel-Sim → native (``out`` a folder, or ``.npz``); native → Accel-Sim text folder, or
-    native → ``.npz`` when ``out`` ends in ``.npz`` (re-packing)."""
+    native → ``.npz`` when ``out`` ends in ``.npz`` (re-packing). ``out`` may replace only an
+    output teg wrote (``force``: any file; never a folder teg did not write)."""
     s = Path(src)
     if not s.exists():
         raise FileNotFoundError(f"{s}: no such file or folder")
     if is_native(s):
         if str(out).endswith(".npz"):
-            return save(load_native(s), out)
-        return write_accelsim(load_native(s), out)
-    return convert_accelsim(s, out, progress=progress)
+            return save(load_native(s), out, force=force)
+        return write_accelsim(load_native(s), out, force=force)
+    return convert_accelsim(s, out, progress=progress, force=force)

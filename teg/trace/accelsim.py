@@ -2,7 +2,8 @@
 
 Inputs: ``kernelslist.g`` (``MemcpyHtoD,0x<addr>,<bytes>`` lines and kernel file names), and
 ``kernel-N.traceg`` files, plain or ``.xz``, of tracer versions 1.2, 3, 4, 5 and the version-6
-text headers (docs/formats.md "Accel-Sim reader"; research/accelsim_trace_format.md).
+text headers (docs/formats.md "Accel-Sim reader"; the format as the tracer writes it and
+Accel-Sim reads it: accel-sim-framework util/tracer_nvbit/tracer_tool/tracer_tool.cu and gpu-simulator/trace-parser/trace_parser.cc).
 
 Mechanism: the ``-key = value`` header is parsed in Python; the body is read in large blocks cut at
 line boundaries and handed to the numba scanner (:mod:`teg.trace.scanner`), whose output columns
@@ -15,18 +16,20 @@ from __future__ import annotations
 import lzma
 import os
 import re
-import shutil
-import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
+from teg import fileio
+from teg.trace import nvbit_view
 from teg.trace import scanner as S
-from teg.trace.errors import TraceFormatError, TraceOutputError, TraceUnsupportedError
-from teg.trace.model import KernelInfo, KernelTrace, Trace
-from teg.trace.native import KernelWriter, TraceWriter
+from teg.trace.errors import TraceFormatError, TraceUnsupportedError
+from teg.textfile import TextFileError, read_text
+from teg.trace.checks import INFO_RANGES, MAX_MEM_WIDTH
+from teg.trace.model import KernelInfo, KernelTrace, Trace, launch_problem
+from teg.trace.native import KernelWriter, TraceWriter, replaceable
 from teg.trace.textwriter import format_rows
 
 CHUNK_BYTES = 32 << 20     # text block handed to the scanner
@@ -47,11 +50,17 @@ def opcode_width(opcode: str) -> int:
     toks = opcode.split(".")
     for t in toks:
         if t.isdigit():
-            return max(1, int(t) // 8)
+            return max(1, _bits(t) // 8)
     for t in toks:
         if len(t) > 1 and t[0] == "U" and t[1:].isdigit():
-            return max(1, int(t[1:]) // 8)
+            return max(1, _bits(t[1:]) // 8)
     return 4
+
+
+def _bits(digits: str) -> int:
+    """A bit count written in an opcode (a damaged one may carry thousands of digits: any count
+    beyond six digits is reported as 2**24, which no width check accepts)."""
+    return int(digits) if len(digits) <= 6 else 1 << 24
 
 
 def is_xz(path: str | os.PathLike) -> bool:
@@ -66,18 +75,22 @@ def _open_binary(path: Path):
 
 # ---- kernelslist.g ------------------------------------------------------------------------------
 
-_MEMCPY = re.compile(r"^MemcpyHtoD\s*,\s*(0[xX])?([0-9a-fA-F]+)\s*,\s*(\d+)\s*$")
+MAX_KERNELSLIST_BYTES = 1 << 26     # about a million kernel launches
+_MEMCPY = re.compile(r"^MemcpyHtoD\s*,\s*(0[xX])?([0-9a-fA-F]{1,16})\s*,\s*(\d{1,19})\s*$")   # 64-bit fields
 
 
-def read_kernelslist(path: str | os.PathLike) -> tuple[list[Path], list[tuple[int, int]]]:
-    """Kernel files (resolved next to the list) and ``MemcpyHtoD`` copies of a ``kernelslist.g``."""
+def read_kernelslist(path: str | os.PathLike,
+                     missing: list[tuple[Path, int]] | None = None) -> tuple[list[Path], list[tuple[int, int]]]:
+    """Kernel files (resolved next to the list) and ``MemcpyHtoD`` copies of a ``kernelslist.g``.
+    A listed kernel file that is not there is an error, unless ``missing`` is a list: then its
+    (path, line) is appended there and the file is left out of the result."""
     p = Path(path)
     files: list[Path] = []
     memcpy: list[tuple[int, int]] = []
     try:
-        text = p.read_text(encoding="utf-8", errors="strict")
-    except UnicodeDecodeError as exc:
-        raise TraceFormatError(f"not a text kernel list ({exc.reason})", str(p)) from None
+        text = read_text(p, MAX_KERNELSLIST_BYTES, "kernel list")
+    except TextFileError as exc:
+        raise TraceFormatError(f"not a readable kernel list: {exc.problem}", str(p), exc.line) from None
     for n, line in enumerate(text.splitlines(), 1):
         s = line.strip()
         if not s:
@@ -98,6 +111,9 @@ def read_kernelslist(path: str | os.PathLike) -> tuple[list[Path], list[tuple[in
                 raise TraceFormatError(f"{s}: not a post-processed .traceg[.xz] kernel trace "
                                        "(run Accel-Sim's post-traces-processing first)", str(p), n)
             if not kf.is_file():
+                if missing is not None:
+                    missing.append((kf, n))
+                    continue
                 raise TraceFormatError(f"kernel file {s} not found (looked for {kf})", str(p), n)
             files.append(kf)
         else:
@@ -107,67 +123,111 @@ def read_kernelslist(path: str | os.PathLike) -> tuple[list[Path], list[tuple[in
 
 # ---- kernel header ------------------------------------------------------------------------------
 
-def _parse_header_line(info: KernelInfo, line: str, where: str, n: int) -> None:
-    """Apply one ``-key = value`` header line to ``info`` (unknown keys are ignored, as Accel-Sim does)."""
+# header keys the launch shape and the occupancy depend on: every tracer version writes them (a
+# missing one would silently become a default)
+REQUIRED_HEADER = ("grid dim", "block dim", "shmem", "nregs")
+MAX_HEADER_LINE = 1 << 16
+_DEC = re.compile(r"-?\d{1,20}$")
+_HEX = re.compile(r"(?:0[xX])?[0-9a-fA-F]{1,16}$")
+_VERSION = re.compile(r"\d{1,3}(?:\.\d{1,3})?$")
+# header key → (KernelInfo field, base of its number)
+_HEADER_INTS = {"kernel id": ("kernel_id", 10), "shmem": ("shmem", 10), "nregs": ("nregs", 10),
+                "binary version": ("binary_version", 10), "cuda stream id": ("stream", 10),
+                "shmem base_addr": ("shmem_base", 16), "local mem base_addr": ("local_base", 16)}
+
+
+def _header_int(val: str, base: int, field: str) -> int:
+    """A header number in ``base``, within the range :data:`teg.trace.checks.INFO_RANGES` gives
+    ``field``; raises ValueError naming the range."""
+    if not (_DEC if base == 10 else _HEX).match(val):
+        raise ValueError("not a number")
+    v = int(val, base)
+    lo, hi = INFO_RANGES[field]
+    if not lo <= v <= hi:
+        raise ValueError(f"must be in [{lo}, {hi}]")
+    return v
+
+
+def _parse_header_line(info: KernelInfo, line: str, where: str, n: int) -> str:
+    """Apply one ``-key = value`` header line to ``info`` (unknown keys are ignored, as Accel-Sim
+    does); return the key. Values are checked: numbers in range, grid and block within CUDA's
+    launch limits."""
     if "=" not in line:
         raise TraceFormatError(f"malformed header line {line[:80]!r} (expected '-key = value')", where, n)
     key, _, val = line[1:].partition("=")
     key = " ".join(key.split())
     val = val.strip()
+    why = ""
     try:
         if key == "kernel name":
             info.name = val
-        elif key == "kernel id":
-            info.kernel_id = int(val)
+        elif key in _HEADER_INTS:
+            field, base = _HEADER_INTS[key]
+            setattr(info, field, _header_int(val, base, field))
         elif key in ("grid dim", "block dim"):
-            dims = tuple(int(x) for x in val.strip("()").split(","))
-            if len(dims) != 3 or min(dims) < 1:
-                raise ValueError(val)
+            parts = val.strip("()").split(",")
+            if len(parts) != 3 or not all(_DEC.match(x.strip()) for x in parts):
+                raise ValueError("expected (x,y,z)")
+            dims = tuple(int(x) for x in parts)
+            problem = launch_problem(dims, (1, 1, 1)) if key == "grid dim" else launch_problem((1, 1, 1), dims)
+            if problem:
+                raise ValueError(problem)
             if key == "grid dim":
                 info.grid = dims
             else:
                 info.block = dims
-        elif key == "shmem":
-            info.shmem = int(val)
-        elif key == "nregs":
-            info.nregs = int(val)
-        elif key == "binary version":
-            info.binary_version = int(val)
-        elif key == "cuda stream id":
-            info.stream = int(val)
-        elif key == "shmem base_addr":
-            info.shmem_base = int(val, 16)
-        elif key == "local mem base_addr":
-            info.local_base = int(val, 16)
         elif key == "nvbit version":
             info.nvbit_version = val
         elif key == "accelsim tracer version":
+            if not _VERSION.match(val):
+                raise ValueError("expected a version such as 5 or 1.2")
             info.tracer_version = int(float(val))      # "1.2" → 1, like the simulator's %d
         elif key == "enable lineinfo":
-            info.lineinfo = int(val) != 0
-    except ValueError:
-        raise TraceFormatError(f"bad value {val!r} for header key {key!r}", where, n) from None
+            if val not in ("0", "1"):
+                raise ValueError("expected 0 or 1")
+            info.lineinfo = val == "1"
+    except ValueError as exc:
+        why = str(exc)
+    if why:
+        raise TraceFormatError(f"bad value {val[:80]!r} for header key {key!r} ({why})", where, n)
+    return key
 
 
 def read_header(stream, where: str) -> tuple[KernelInfo, int, bytes]:
-    """Read the header lines; return (info, lines consumed, bytes to hand to the body scanner)."""
+    """Read the header lines; return (info, lines consumed, bytes to hand to the body scanner).
+    Lines must be UTF-8 and at most :data:`MAX_HEADER_LINE` bytes; the keys of
+    :data:`REQUIRED_HEADER` must be present and the block must fit CUDA's thread limit."""
     info = KernelInfo(name="")
+    seen: set[str] = set()
     n = 0
     while True:
-        raw = stream.readline()
+        raw = stream.readline(MAX_HEADER_LINE + 1)
         if not raw:
             raise TraceFormatError("truncated: the file ends inside the kernel header (no '#' line follows it)", where, n or None)
         n += 1
-        s = raw.decode("utf-8", errors="replace").strip()
+        if len(raw) > MAX_HEADER_LINE:
+            raise TraceFormatError(f"header line longer than {MAX_HEADER_LINE:,} bytes", where, n)
+        try:
+            s = raw.decode("utf-8").strip()
+        except UnicodeDecodeError as exc:
+            raise TraceFormatError(f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})",
+                                   where, n) from None
         if not s:
             continue
         if s.startswith("#"):
+            missing = [k for k in REQUIRED_HEADER if k not in seen]
+            if missing:
+                raise TraceFormatError("the kernel header has no " + ", ".join(f"'-{k} = …'" for k in missing)
+                                       + " line (the NVBit tracer writes them)", where, n)
+            problem = launch_problem(info.grid, info.block)
+            if problem:
+                raise TraceFormatError(f"kernel header: {problem}", where, n)
             if s.startswith("#BEGIN_TB"):
                 return info, n - 1, raw
             return info, n, b""
         if not s.startswith("-"):
             raise TraceFormatError(f"unexpected line {s[:80]!r} in the kernel header", where, n)
-        _parse_header_line(info, s, where, n)
+        seen.add(_parse_header_line(info, s, where, n))
 
 
 # ---- body scanning ------------------------------------------------------------------------------
@@ -259,6 +319,13 @@ class _Collected:
     opcodes: list
 
 
+MAX_BODY_LINE = 1 << 26     # a trace line holds at most a few kB (32 addresses, v6 register values)
+
+
+class LineTooLong(ValueError):
+    """A body line without a newline in :data:`MAX_BODY_LINE` bytes (raised by :func:`_read_blocks`)."""
+
+
 def _read_blocks(stream, first: bytes, chunk: int):
     """Yield ``uint8`` arrays of whole lines (each ends with ``\\n``) read from ``stream`` into one
     reused buffer; a yielded array is valid until the next one is requested."""
@@ -282,7 +349,9 @@ def _read_blocks(stream, first: bytes, chunk: int):
         total = held + n
         cut = buf.rfind(b"\n", 0, total) + 1
         if cut == 0:                      # one line longer than the buffer: grow (a new object,
-            buf = buf + bytearray(len(buf))   # earlier yielded arrays may still point at the old one)
+            if len(buf) >= MAX_BODY_LINE:     # earlier yielded arrays may still point at the old one)
+                raise LineTooLong(len(buf))
+            buf = buf + bytearray(len(buf))
             held = total
             continue
         yield np.frombuffer(buf, np.uint8, count=cut)
@@ -296,6 +365,8 @@ def convert_traceg(path: str | os.PathLike, tw: TraceWriter,
     """Stream one ``.traceg[.xz]`` into the native trace writer ``tw``; return its meta entry."""
     p = Path(path)
     where = str(p)
+    if not p.is_file():
+        raise TraceFormatError("not a regular file (a device or pipe would never end)", where)
     raw, stream = _open_binary(p)
     try:
         try:
@@ -324,13 +395,15 @@ def convert_traceg(path: str | os.PathLike, tw: TraceWriter,
                     pos = sc.run(buf, pos, st)
                     if st[S.S_ERR]:
                         _raise_scan_error(st, buf, info, where)
-                    _flush(sc, st, kw, col, info)
+                    _flush(sc, st, kw, col, info, where)
                 if progress is not None:
                     now = raw.tell()
                     progress(now - last_pos)
                     last_pos = now
         except (lzma.LZMAError, EOFError) as exc:
             raise TraceFormatError(f"truncated or corrupted xz stream ({exc})", where) from None
+        except LineTooLong:
+            raise TraceFormatError(f"line longer than {MAX_BODY_LINE:,} bytes", where, int(st[S.S_LINE])) from None
         _check_end(st, where)
         entry = _finish(kw, st, col, info)
         return entry
@@ -339,8 +412,9 @@ def convert_traceg(path: str | os.PathLike, tw: TraceWriter,
         raw.close()
 
 
-def _flush(sc: _Scan, st: np.ndarray, kw: KernelWriter, col: _Collected, info: KernelInfo) -> None:
-    """Move one scanner call's outputs into the kernel writer."""
+def _flush(sc: _Scan, st: np.ndarray, kw: KernelWriter, col: _Collected, info: KernelInfo, where: str = "") -> None:
+    """Move one scanner call's outputs into the kernel writer (a memory row whose opcode names a
+    width beyond :data:`teg.trace.checks.MAX_MEM_WIDTH` bytes per lane is a TraceFormatError)."""
     nops = int(st[S.S_NOPS])
     for oid in range(len(col.opcodes), nops):
         text = bytes(sc.pool[sc.pool_off[oid]:sc.pool_off[oid + 1]]).decode("ascii", errors="replace")
@@ -348,11 +422,16 @@ def _flush(sc: _Scan, st: np.ndarray, kw: KernelWriter, col: _Collected, info: K
         col.widths.append(opcode_width(text))
     n, na = int(st[S.S_NROWS]), int(st[S.S_NADDR])
     if n:
-        width = np.asarray(col.widths, np.int16)
+        width = np.asarray(col.widths, np.int64)
         opc = sc.o_opc[:n]
+        mem_width = np.where(sc.o_memf[:n] != 0, width[opc], 0)
+        if n and int(mem_width.max()) > MAX_MEM_WIDTH:
+            bad = col.opcodes[int(opc[int(np.argmax(mem_width))])]
+            raise TraceFormatError(f"memory opcode {bad[:60]!r} names {int(mem_width.max())} bytes per lane "
+                                   f"(at most {MAX_MEM_WIDTH})", where)
         rows = {"warp": sc.o_warp[:n], "block": sc.o_block[:n], "pc": sc.o_pc[:n], "opcode": opc,
                 "mask": sc.o_mask[:n], "dst": sc.o_dst[:n], "src": sc.o_src[:n],
-                "mem_width": np.where(sc.o_memf[:n] != 0, width[opc], 0).astype(np.int16),
+                "mem_width": mem_width.astype(np.int16),
                 "imm": sc.o_imm[:n]}
         if info.lineinfo:
             rows["line_num"] = sc.o_line[:n]
@@ -412,12 +491,14 @@ def accelsim_files(path: str | os.PathLike) -> tuple[list[Path], list[tuple[int,
     return files, memcpy, p
 
 
-def convert_accelsim(src: str | os.PathLike, out: str | os.PathLike, progress: bool = False) -> Path:
-    """Convert an Accel-Sim trace (list, folder or one kernel file) to the native format at ``out``."""
+def convert_accelsim(src: str | os.PathLike, out: str | os.PathLike, progress: bool = False,
+                     force: bool = False) -> Path:
+    """Convert an Accel-Sim trace (list, folder or one kernel file) to the native format at ``out``
+    (``force``: replace a file there that teg did not write)."""
     files, memcpy, p = accelsim_files(src)
     bar = _progress_bar(sum(f.stat().st_size for f in files)) if progress else None
     try:
-        with TraceWriter(out, source=str(p), memcpy=memcpy) as tw:
+        with TraceWriter(out, source=str(p), memcpy=memcpy, force=force) as tw:
             sc = _Scan()
             for f in files:
                 tw.add(convert_traceg(f, tw, bar.update if bar is not None else None, scan=sc))
@@ -462,7 +543,9 @@ def _header_text(info: KernelInfo) -> str:
 
 def write_kernel_text(kt: KernelTrace, fh, buf_bytes: int = 8 << 20) -> None:
     """Write one kernel as ``.traceg`` text to the binary file ``fh``: header, then per block the
-    ``#BEGIN_TB`` structure lines (Python) and the instruction lines (numba, :mod:`teg.trace.textwriter`)."""
+    ``#BEGIN_TB`` structure lines (Python) and the instruction lines (numba, :mod:`teg.trace.textwriter`),
+    with the registers the NVBit tracer prints (:mod:`teg.trace.nvbit_view`; the kernel's view
+    extras when it has them)."""
     info = kt.info
     if info.tracer_version <= 0:        # a trace teg built itself: newest text format the simulator reads
         info = replace(info, tracer_version=5)
@@ -478,6 +561,11 @@ def write_kernel_text(kt: KernelTrace, fh, buf_bytes: int = 8 << 20) -> None:
             np.asarray(kt.mem_width), np.asarray(kt.imm), np.asarray(kt.addr_start),
             np.asarray(kt.addresses).view(np.int64),
             np.asarray(kt.line_num) if lineinfo else np.zeros(0, np.int32))
+    view_pc = np.asarray(kt.extras.get(nvbit_view.EXTRA_PC, np.zeros(0, np.int64)), np.int64)
+    view_regs = np.asarray(kt.extras.get(nvbit_view.EXTRA_REGS, np.zeros((0, 1 + nvbit_view.MAX_SRC), np.int16)),
+                           np.int16)
+    if view_regs.ndim != 2 or view_regs.shape != (view_pc.shape[0], 1 + nvbit_view.MAX_SRC):
+        view_pc, view_regs = view_pc[:0], np.zeros((0, 1 + nvbit_view.MAX_SRC), np.int16)   # not a view: ignore
     buf = np.empty(buf_bytes, np.uint8)
     err = np.zeros(2, np.int64)
     wpb = info.warps_per_block
@@ -495,7 +583,8 @@ def write_kernel_text(kt: KernelTrace, fh, buf_bytes: int = 8 << 20) -> None:
             fh.write(f"\nwarp = {j}\ninsts = {e - s}\n".encode())
             r = s
             while r < e:
-                n, r = format_rows(buf, r, e, v, lineinfo, xyz, j, *cols, op_pool, op_off, op_gmma, err)
+                n, r = format_rows(buf, r, e, v, lineinfo, xyz, j, *cols, op_pool, op_off, op_gmma, view_pc,
+                                   view_regs, err)
                 if err[0]:
                     raise TraceFormatError(f"row {int(err[1])}: its address count differs from its active lanes",
                                            f"kernel {info.name}")
@@ -503,19 +592,14 @@ def write_kernel_text(kt: KernelTrace, fh, buf_bytes: int = 8 << 20) -> None:
         fh.write(b"\n#END_TB\n")
 
 
-def _check_free(out: Path) -> None:
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise TraceOutputError("exists and is not an empty folder; not overwriting it", str(out))
+ACCELSIM_KIND = "accelsim-trace"     # teg.fileio marker kind of an Accel-Sim folder teg wrote
 
 
-def write_accelsim(trace: Trace, out_dir: str | os.PathLike) -> Path:
-    """Write ``trace`` as Accel-Sim text: ``kernelslist.g`` plus one ``kernel-<id>.traceg`` per kernel
-    (written under a temporary name, renamed when complete)."""
-    out = Path(out_dir)
-    _check_free(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
-    try:
+def write_accelsim(trace: Trace, out_dir: str | os.PathLike, force: bool = False) -> Path:
+    """Write ``trace`` as Accel-Sim text: ``kernelslist.g`` plus one ``kernel-<id>.traceg`` per kernel,
+    into a temporary folder renamed to ``out_dir`` when complete (:func:`teg.fileio.atomic_folder`:
+    an existing ``out_dir`` is replaced only if empty or written by teg; ``force``: also a file)."""
+    with fileio.atomic_folder(out_dir, replaceable, kind=ACCELSIM_KIND, force=force) as tmp:
         names = []
         used = set()
         for n, kt in enumerate(trace.kernels):
@@ -529,11 +613,4 @@ def write_accelsim(trace: Trace, out_dir: str | os.PathLike) -> Path:
             names.append(name)
         lines = [f"MemcpyHtoD,0x{a:016x},{nb}" for a, nb in trace.memcpy] + names
         (tmp / "kernelslist.g").write_text("\n".join(lines) + "\n")
-        _check_free(out)
-        if out.exists():
-            out.rmdir()
-        os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return out
+    return Path(out_dir)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from teg import TegError
+from teg.fileio import OutputError
 
 
 class TraceFormatError(TegError):
@@ -25,9 +26,5 @@ class TraceMismatchError(TegError):
     """The trace does not belong to the SASS program it is joined with."""
 
 
-class TraceOutputError(TegError):
-    """An output path that must not be overwritten (an existing folder or file that is not a trace)."""
-
-    def __init__(self, message: str, path: str):
-        super().__init__(f"{path}: {message}")
-        self.path = path
+# An output path that must not be overwritten, or cannot be written (teg.fileio).
+TraceOutputError = OutputError

@@ -20,6 +20,25 @@ MAX_TRACE_DST = 4   # tracer ≤ v5 prints ≤ 1; v6 may list several (R/UR/P/UP
 MAX_TRACE_SRC = 8   # tracer ≤ v5 prints ≤ 5 GPR sources
 
 
+# CUDA's launch limits (every architecture since Kepler; earlier ones are stricter): a grid of at most
+# 2^31-1 x 65535 x 65535 blocks, a block of at most 1024 x 1024 x 64 threads and 1024 in all
+MAX_GRID = (2**31 - 1, 65535, 65535)
+MAX_BLOCK = (1024, 1024, 64)
+MAX_THREADS_PER_BLOCK = 1024
+
+
+def launch_problem(grid, block) -> str | None:
+    """What makes ``grid`` x ``block`` (three integers each) a launch no GPU runs, or None."""
+    for what, dims, limit in (("grid", grid, MAX_GRID), ("block", block, MAX_BLOCK)):
+        if len(dims) != 3 or any(isinstance(d, bool) or not isinstance(d, int) for d in dims):
+            return f"{what} dimensions {tuple(dims)!r}: expected three integers"
+        if min(dims) < 1 or any(d > m for d, m in zip(dims, limit)):
+            return f"{what} dimensions {tuple(dims)}: each must be between 1 and {limit} (CUDA's launch limits)"
+    if block[0] * block[1] * block[2] > MAX_THREADS_PER_BLOCK:
+        return f"block dimensions {tuple(block)}: more than {MAX_THREADS_PER_BLOCK} threads in a block"
+    return None
+
+
 @dataclass
 class KernelInfo:
     """Launch metadata (the ``-key = value`` header of an Accel-Sim ``.traceg``)."""
@@ -109,13 +128,21 @@ class Trace:
         return len(self.kernels)
 
     def kernel(self, name: str | None = None) -> KernelTrace:
-        """The kernel whose mangled or demangled name contains ``name`` (the only one if None)."""
+        """The one kernel whose id or name is ``name``, else whose name contains it (the only
+        kernel if None). A ``name`` that several kernels answer to (two launches of one kernel, or
+        a substring of several names) is a :class:`LookupError` listing them by id."""
         if name is None:
             if len(self.kernels) != 1:
                 raise LookupError(f"{self.source}: {len(self.kernels)} kernels; choose one with --kernel")
             return self.kernels[0]
-        exact = [k for k in self.kernels if name == k.info.name or name == str(k.info.kernel_id)]
-        hits = exact or [k for k in self.kernels if name in k.info.name]
+        by_id = [k for k in self.kernels if name == str(k.info.kernel_id)]
+        hits = by_id or [k for k in self.kernels if name == k.info.name] or \
+            [k for k in self.kernels if name in k.info.name]
         if not hits:
             raise LookupError(f"{self.source}: no kernel matching {name!r}")
+        if len(hits) > 1:
+            shown = ", ".join(f"{k.info.kernel_id} ({k.info.name})" for k in hits[:8])
+            more = f" and {len(hits) - 8} more" if len(hits) > 8 else ""
+            raise LookupError(f"{self.source}: {name!r} matches {len(hits)} kernels: id {shown}{more}; "
+                              "choose one with --kernel ID")
         return hits[0]

@@ -19,15 +19,18 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 import zipfile
-from dataclasses import asdict, fields
+import zlib
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 
-from teg.trace.errors import TraceFormatError, TraceOutputError
+from teg import fileio
+from teg.trace import checks
+from teg.trace.errors import TraceFormatError
 from teg.trace.model import MAX_TRACE_DST, MAX_TRACE_SRC, KernelInfo, KernelTrace, Trace
+from teg.trace.npyread import ColumnError, map_member, map_npy
 
 FORMAT_NAME = "teg-trace"
 FORMAT_VERSION = 1
@@ -139,28 +142,20 @@ def info_to_json(info: KernelInfo) -> dict:
     return d
 
 
-def info_from_json(d: dict) -> KernelInfo:
-    known = {f.name for f in fields(KernelInfo)}
-    kw = {k: v for k, v in d.items() if k in known}
-    for k in ("grid", "block"):
-        if k in kw:
-            kw[k] = tuple(int(x) for x in kw[k])
-    return KernelInfo(**kw)
-
-
 class TraceWriter:
     """Writes a native trace under a temporary name; ``commit()`` renames it to ``path``.
 
     ``path`` ending in ``.npz`` gives a single zip file of the same members; anything else a
-    directory. Use as a context manager: an exception discards the partial output."""
+    directory. Use as a context manager: an exception discards the partial output. The output
+    replaces only an earlier teg trace (or ``force``: any file), through :mod:`teg.fileio`."""
 
-    def __init__(self, path: str | os.PathLike, source: str = "", memcpy: list[tuple[int, int]] | None = None):
-        self.path = Path(path)
-        _check_replaceable(self.path)
+    def __init__(self, path: str | os.PathLike, source: str = "", memcpy: list[tuple[int, int]] | None = None,
+                 force: bool = False):
+        self.path = fileio.prepare(path, replaceable, force)
+        self.force = force
         self.npz = self.path.suffix == ".npz"
-        parent = self.path.parent if str(self.path.parent) else Path(".")
-        parent.mkdir(parents=True, exist_ok=True)
-        self.tmp = Path(tempfile.mkdtemp(prefix=f".{self.path.name}.partial-", dir=parent))
+        self.tmp = fileio.partial_path(self.path)
+        self.tmp.mkdir()
         self.meta = {"format": FORMAT_NAME, "version": FORMAT_VERSION, "source": source,
                      "memcpy": [list(m) for m in (memcpy or [])], "kernels": []}
 
@@ -172,27 +167,20 @@ class TraceWriter:
 
     def commit(self) -> Path:
         (self.tmp / "meta.json").write_text(json.dumps(self.meta, indent=1))
-        _check_replaceable(self.path)
         if self.npz:
-            ztmp = self.tmp.with_name(self.tmp.name + ".npz")
-            with zipfile.ZipFile(ztmp, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
-                for f in sorted(self.tmp.rglob("*")):
-                    if f.is_file():
-                        zf.write(f, f.relative_to(self.tmp).as_posix())
+            with fileio.atomic_file(self.path, replaceable, self.force) as fh:
+                with zipfile.ZipFile(fh, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
+                    for f in sorted(self.tmp.rglob("*")):
+                        if f.is_file():
+                            zf.write(f, f.relative_to(self.tmp).as_posix())
             shutil.rmtree(self.tmp)
-            os.replace(ztmp, self.path)
         else:
-            old = None
-            if self.path.exists():
-                old = self.path.with_name(f".{self.path.name}.old-{os.getpid()}")
-                os.replace(self.path, old)
-            os.replace(self.tmp, self.path)
-            if old is not None:
-                shutil.rmtree(old) if old.is_dir() else old.unlink()
+            fileio.check_target(self.path, replaceable, self.force)
+            fileio.replace_folder(self.tmp, self.path)
         return self.path
 
     def abort(self) -> None:
-        shutil.rmtree(self.tmp, ignore_errors=True)
+        fileio.remove_entry(self.tmp)
 
     def __enter__(self):
         return self
@@ -200,19 +188,36 @@ class TraceWriter:
     def __exit__(self, exc_type, exc, tb):
         if exc_type is not None:
             self.abort()
+            if fileio.is_write_failure(exc):
+                raise fileio.write_failure(exc, self.path) from None
         return False
 
 
-def _check_replaceable(path: Path) -> None:
-    """Only an earlier teg trace (or nothing, or an empty folder) may be replaced by a new one."""
-    if not path.exists() or is_native(path) or (path.is_dir() and not any(path.iterdir())):
-        return
-    raise TraceOutputError("exists and is not a teg trace; not overwriting it", str(path))
+def written_by_teg(path: Path) -> bool:
+    """Whether ``path`` is a native trace (folder or ``.npz``) teg wrote: its ``meta.json`` (file or
+    zip member) names the ``teg-trace`` format. A user's own numpy archive has no such member."""
+    try:
+        if path.is_dir():
+            meta = json.loads((path / "meta.json").read_text())
+        elif path.is_file() and zipfile.is_zipfile(path):      # a device (/dev/zero) would be read forever
+            with zipfile.ZipFile(path) as zf:
+                meta = json.loads(zf.read("meta.json"))
+        else:
+            return False
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile):
+        return False
+    return isinstance(meta, dict) and meta.get("format") == FORMAT_NAME
 
 
-def save(trace: Trace, path: str | os.PathLike) -> Path:
+def replaceable(path: Path) -> bool:
+    """An output teg wrote, which a new trace may replace: a native trace, or a folder with teg's
+    output marker (an Accel-Sim folder teg wrote)."""
+    return written_by_teg(path) or (path.is_dir() and fileio.folder_marked(path))
+
+
+def save(trace: Trace, path: str | os.PathLike, force: bool = False) -> Path:
     """Write ``trace`` in the native format (directory, or ``.npz`` when ``path`` ends so)."""
-    with TraceWriter(path, trace.source, trace.memcpy) as tw:
+    with TraceWriter(path, trace.source, trace.memcpy, force) as tw:
         for kt in trace.kernels:
             kw = tw.kernel(with_line_num=kt.line_num is not None)
             rows = {n: getattr(kt, n) for n in ("warp", "block", "pc", "opcode", "mask", "dst", "src",
@@ -243,55 +248,88 @@ def _check_meta(meta, where: str) -> dict:
     return meta
 
 
+MAX_META_BYTES = 1 << 28       # meta.json: launch facts and opcode tables, never near this
+
+
+def _read_meta(data: bytes, where: str) -> dict:
+    try:
+        if len(data) > MAX_META_BYTES:
+            raise ValueError(f"{len(data):,} bytes of metadata")
+        meta = json.loads(data)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise TraceFormatError(f"corrupted trace metadata ({exc.__class__.__name__}: {exc})", where) from None
+    return _check_meta(meta, where)
+
+
+def _spill_dir(p: Path) -> Path:
+    """Where the compressed members of the ``.npz`` ``p`` are inflated once (trace cache, keyed by
+    the archive's path, size and modification time)."""
+    import hashlib
+
+    from teg.trace import cache_dir
+    st = p.stat()
+    key = hashlib.sha1(f"{p.resolve()}|{st.st_size}|{st.st_mtime_ns}".encode()).hexdigest()[:20]
+    return cache_dir() / f"npz-{key}"
+
+
 def load_native(path: str | os.PathLike) -> Trace:
-    """Load a native trace: a directory (columns memory-mapped) or a ``.npz`` (read into memory)."""
+    """Load a native trace: a directory or a ``.npz``, every column memory-mapped
+    (:mod:`teg.trace.npyread`; memory stays flat in the trace length), the metadata and columns
+    validated (:mod:`teg.trace.checks`)."""
     p = Path(path)
+    zf = None                           # the open archive of a .npz (closed once the columns are mapped)
     if p.is_dir():
         mf = p / "meta.json"
         try:
-            meta = json.loads(mf.read_text())
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raw = mf.read_bytes()
+        except OSError as exc:
             raise TraceFormatError(f"corrupted trace metadata ({exc.__class__.__name__}: {exc})", str(mf)) from None
-        meta = _check_meta(meta, str(mf))
+        meta = _read_meta(raw, str(mf))
 
         def get(kdir: str, name: str) -> np.ndarray:
             f = p / kdir / f"{name}.npy"
             try:
-                return np.load(f, mmap_mode="r", allow_pickle=False)
-            except (OSError, ValueError, EOFError) as exc:
-                raise TraceFormatError(f"corrupted column ({exc})", str(f)) from None
+                return map_npy(f)
+            except ColumnError as exc:
+                raise TraceFormatError(f"corrupted column ({exc.problem})", str(f)) from None
     else:
         try:
-            z = np.load(p, allow_pickle=False)
-            if not hasattr(z, "files"):
-                raise ValueError("not a zip archive")
-            meta = json.loads(z.zip.read("meta.json"))
-        except (OSError, ValueError, KeyError, zipfile.BadZipFile, UnicodeDecodeError) as exc:
+            zf = zipfile.ZipFile(p)
+            raw = zf.read("meta.json")
+        except (OSError, EOFError, KeyError, zipfile.BadZipFile, zlib.error, ValueError) as exc:
             raise TraceFormatError(f"not a readable teg trace .npz ({exc.__class__.__name__}: {exc})", str(p)) from None
-        meta = _check_meta(meta, str(p))
+        meta = _read_meta(raw, str(p))
 
         def get(kdir: str, name: str) -> np.ndarray:
             try:
-                return z[f"{kdir}/{name}"]
-            except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
-                raise TraceFormatError(f"corrupted column {kdir}/{name} ({exc})", str(p)) from None
+                return map_member(p, zf, f"{kdir}/{name}.npy", _spill_dir(p))
+            except ColumnError as exc:
+                raise TraceFormatError(f"corrupted column {kdir}/{name} ({exc.problem})", str(p)) from None
 
-    kernels = []
-    for k in meta["kernels"]:
-        where = f"{p}/{k.get('dir')}"
-        try:
-            kdir = k["dir"]
-            cols = {n: get(kdir, n) for n in REQUIRED}
-            line_num = get(kdir, "line_num") if k.get("line_num") else None
-            extras = {n: get(kdir, f"x_{n}") for n in k.get("extras", [])}
-            kt = KernelTrace(info=info_from_json(k["info"]), opcodes=list(k["opcodes"]), line_num=line_num,
-                             extras=extras, **cols)
-        except (KeyError, TypeError) as exc:
-            raise TraceFormatError(f"kernel entry incomplete ({exc.__class__.__name__}: {exc})", where) from None
-        _check_kernel(kt, k, where)
-        kernels.append(kt)
-    return Trace(kernels=kernels, memcpy=[(int(a), int(b)) for a, b in meta.get("memcpy", [])],
-                 source=str(meta.get("source", "")) or str(p))
+    try:
+        kernels = [_load_kernel(k, get, f"{p}/{k.get('dir') if isinstance(k, dict) else f'kernel #{i}'}")
+                   for i, k in enumerate(meta["kernels"])]
+    finally:
+        if zf is not None:
+            zf.close()
+    source = meta.get("source", "")
+    return Trace(kernels=kernels, memcpy=checks.memcpy_list(meta, str(p)),
+                 source=(source if isinstance(source, str) else "") or str(p))
+
+
+def _load_kernel(k: dict, get, where: str) -> KernelTrace:
+    """One kernel of ``meta["kernels"]``, its columns from ``get(dir, name)``, checked."""
+    checks.kernel_entry(k, where)
+    kdir = k["dir"]
+    cols = {n: get(kdir, n) for n in REQUIRED}
+    line_num = get(kdir, "line_num") if k.get("line_num") else None
+    extras = {n: get(kdir, f"x_{n}") for n in k.get("extras", [])}
+    kt = KernelTrace(info=checks.kernel_info(k["info"], where), opcodes=list(k["opcodes"]), line_num=line_num,
+                     extras=extras, **cols)
+    checks.column_layout(kt, COLUMNS, where)
+    _check_kernel(kt, k, where)
+    checks.column_values(kt, where)
+    return kt
 
 
 def _check_kernel(kt: KernelTrace, entry: dict, where: str) -> None:
@@ -316,5 +354,3 @@ def _check_kernel(kt: KernelTrace, entry: dict, where: str) -> None:
         raise TraceFormatError("warp_start does not cover the rows", where)
     if kt.warp_block.shape[0] != kt.num_warps:
         raise TraceFormatError("warp_block length differs from the warp count", where)
-    if n and (int(kt.opcode.min()) < 0 or int(kt.opcode.max()) >= len(kt.opcodes)):
-        raise TraceFormatError("opcode ids outside the opcode table", where)

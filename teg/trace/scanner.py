@@ -7,7 +7,8 @@ of that line; the caller flushes the outputs and calls again. All parsing state 
 (current thread block, warp, ``insts =`` count, line number) lives in the ``st`` int64 array, so
 one kernel's text can be fed chunk by chunk.
 
-Grammar (docs/formats.md, "Accel-Sim reader"; spec research/accelsim_trace_format.md §4-§6)::
+Grammar (docs/formats.md, "Accel-Sim reader"; the writer tracer_tool.cu and the reader
+trace_parser.cc of accel-sim-framework)::
 
     #BEGIN_TB | #END_TB | thread block = x,y,z | cluster id = x,y,z | cluster cta = x,y,z
     cluster rank = r | warp = j | insts = n | blank | instruction line
@@ -160,7 +161,8 @@ def _dec(buf, i, le):
     while i < le and 48 <= buf[i] <= 57:
         v = v * 10 + (buf[i] - 48)
         i += 1
-    if i == start or i - start > 19 or not _tok_end(buf, i, le):
+    # v < 0: the digits wrapped past 2**63 - 1 (int64 arithmetic), a value no column holds
+    if i == start or i - start > 19 or v < 0 or not _tok_end(buf, i, le):
         return 0, i, False
     return (-v if neg else v), i, True
 
@@ -604,6 +606,8 @@ def scan(buf, pos, end, st,
             i = _skip(buf, i, le)
             imm = 0
             if i < le:
+                if version < 4:                              # no immediate column before tracer v4
+                    return _fail(st, E_SYNTAX, line, pos, 0)
                 imm, i, ok = _dec(buf, i, le)
                 if not ok:
                     return _fail(st, E_SYNTAX, line, pos, 0)

@@ -8,6 +8,8 @@ by one space)::
     [tb_x tb_y tb_z warp (version < 3)] [line_num] PC MASK ND REGS OPCODE NS REGS [0 (v6 GMMA)]
     MEMW [1 base stride | 2 base deltas…] [IMM (version ≥ 5, or non-zero)]
 
+Registers are what the NVBit tracer prints (:mod:`teg.trace.nvbit_view`): general registers only,
+at most one destination and ``MAX_SRC`` sources, so that Accel-Sim's parser accepts every row.
 Addresses are encoded as the tracer does (``tracer_tool.cu`` base_stride / base_delta): mode 1
 when the active lanes form one contiguous run of ≥ 2 lanes with one 32-bit stride (``1 0x0 0`` for
 no active lane), otherwise mode 2 with one delta per further active lane.
@@ -19,6 +21,7 @@ import numpy as np
 from numba import njit
 
 ROW_ROOM = 2048          # bytes reserved per row besides its opcode text
+MAX_SRC = 4              # sources per row Accel-Sim's trace parser accepts (trace_parser.h MAX_SRC)
 ERR_ADDR_COUNT = 1       # a memory row whose address count differs from popcount(mask)
 
 _NO_LANES = np.frombuffer(b"1 0x0 0 ", np.uint8).copy()
@@ -90,16 +93,40 @@ def _reg(buf, p, rid):
 
 
 @njit(cache=True)
-def _reglist(buf, p, regs):
-    """``n REG REG …`` up to the last real register (zero registers before it as R255)."""
+def _dst_field(buf, p, regs):
+    """``1 R<n> `` for the first general register of a destination list (ids 0 … 255; 255 = RZ in
+    a tracer view), else ``0 ``: the tracer prints at most one destination, never P/UR/UP."""
+    for k in range(regs.shape[0]):
+        if 0 <= regs[k] < 256:
+            p = _put(buf, p, 49)
+            p = _put(buf, p, 32)
+            p = _reg(buf, p, regs[k])
+            return _put(buf, p, 32)
+    p = _put(buf, p, 48)
+    return _put(buf, p, 32)
+
+
+@njit(cache=True)
+def _src_field(buf, p, regs):
+    """``n R… `` with the first ``MAX_SRC`` general-register or zero (-1) entries of a source list,
+    up to the last real register (zero registers before it as R255); P/UR/UP/A ids are left out."""
+    kept = np.empty(MAX_SRC, np.int64)
+    n = 0
     last = -1
     for k in range(regs.shape[0]):
-        if regs[k] >= 0:
-            last = k
+        rid = regs[k]
+        if rid >= 256:
+            continue
+        if n == MAX_SRC:
+            break
+        kept[n] = rid
+        if rid >= 0:
+            last = n
+        n += 1
     p = _dec(buf, p, last + 1)
     p = _put(buf, p, 32)
     for k in range(last + 1):
-        p = _reg(buf, p, regs[k])
+        p = _reg(buf, p, kept[k])
         p = _put(buf, p, 32)
     return p
 
@@ -112,11 +139,15 @@ def _contiguous(m):
 
 @njit(cache=True)
 def format_rows(buf, r0, r1, version, lineinfo, prefix, warp_in_block, pc, mask, opc, dst, src, mem_width, imm,
-                addr_start, addresses, line_num, op_pool, op_off, op_gmma, err):
-    """Format rows ``r0 … r1-1``; return (bytes written, next row). ``prefix`` = block x,y,z."""
+                addr_start, addresses, line_num, op_pool, op_off, op_gmma, view_pc, view_regs, err):
+    """Format rows ``r0 … r1-1``; return (bytes written, next row). ``prefix`` = block x,y,z.
+    Registers: a row whose PC is in ``view_pc`` (sorted) prints that row of ``view_regs``
+    (destination, then sources: :mod:`teg.trace.nvbit_view`), any other row its ``dst``/``src``
+    reduced the same way (general registers only, one destination, ``MAX_SRC`` sources)."""
     p = 0
     cap = buf.shape[0]
     r = r0
+    nview = view_pc.shape[0]
     while r < r1:
         o = opc[r]
         if p + ROW_ROOM + (op_off[o + 1] - op_off[o]) > cap:
@@ -135,11 +166,16 @@ def format_rows(buf, r0, r1, version, lineinfo, prefix, warp_in_block, pc, mask,
         m = np.int64(mask[r])
         p = _hex(buf, p, m, 8)
         p = _put(buf, p, 32)
-        p = _reglist(buf, p, dst[r])
+        vi = np.searchsorted(view_pc, pc[r]) if nview else 0
+        if nview and vi < nview and view_pc[vi] == pc[r]:
+            rd, rs = view_regs[vi, :1], view_regs[vi, 1:]
+        else:
+            rd, rs = dst[r], src[r]
+        p = _dst_field(buf, p, rd)
         for k in range(op_off[o], op_off[o + 1]):
             p = _put(buf, p, op_pool[k])
         p = _put(buf, p, 32)
-        p = _reglist(buf, p, src[r])
+        p = _src_field(buf, p, rs)
         if op_gmma[o]:
             p = _put(buf, p, 48)
             p = _put(buf, p, 32)

@@ -27,12 +27,13 @@ import os
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import yaml
 
-from teg import TegError, __version__
+from teg import TegError, __version__, fileio
+from teg.machine import generated
 
 LATENCY_TARGETS = {"shared_latency": ("shared", "latency"), "l1_latency": ("memory", "l1", "latency"),
                    "l2_latency": ("memory", "l2", "latency"), "dram_latency": ("memory", "dram_latency")}
@@ -292,15 +293,28 @@ def table(fits: list[Fit], base: str, name: str, measured_path: str, gpu: dict |
     return doc
 
 
-def write(doc: dict, path: str | os.PathLike, measured_path: str) -> None:
-    """Write the table with a header comment."""
-    head = (f"# Machine table written by `teg calibrate` (teg {__version__}) on "
-            f"{_dt.date.today().isoformat()} from {measured_path}.\n"
-            "# Fitted values override the base table; everything else is inherited from it.\n")
-    Path(path).write_text(head + yaml.safe_dump(doc, sort_keys=False, width=120, allow_unicode=True))
+def table_text(doc: dict, measured_path: str) -> str:
+    """The table file: YAML framed by the comment lines of :mod:`teg.machine.generated` (its first
+    line names teg and the input, its last line proves the file complete)."""
+    return generated.frame(yaml.safe_dump(doc, sort_keys=False, width=120, allow_unicode=True),
+                           f"(teg {__version__}) on {_dt.date.today().isoformat()} from {measured_path}",
+                           "Fitted values override the base table; everything else is inherited from it.")
 
 
-def calibrate(measured: dict, base: str, output: str | os.PathLike, name: str | None = None) -> list[Fit]:
+def write(doc: dict, path: str | os.PathLike, measured_path: str, force: bool = False,
+          check: Callable[[Path], object] | None = None) -> None:
+    """Write the table atomically (:func:`teg.fileio.atomic_file`): an existing file is replaced only
+    if ``teg calibrate`` wrote it (or ``force``), and only after ``check(temporary file)`` accepted
+    the new one."""
+    with fileio.atomic_file(path, generated.written_by_teg, force) as fh:
+        fh.write(table_text(doc, measured_path).encode("utf-8"))
+        fh.flush()
+        if check is not None:
+            check(Path(fh.name))
+
+
+def calibrate(measured: dict, base: str, output: str | os.PathLike, name: str | None = None,
+              force: bool = False) -> list[Fit]:
     """Fit ``measured`` on machine table ``base``, write the derived table to ``output`` and check
     that :func:`teg.machine.load` accepts it. Returns the fits."""
     from teg import machine as machine_mod
@@ -312,6 +326,6 @@ def calibrate(measured: dict, base: str, output: str | os.PathLike, name: str | 
     if base.endswith((".yaml", ".yml")) or os.sep in base:
         ext = os.path.relpath(Path(base).resolve(), out.resolve().parent)
     doc = table(fits, ext, name or out.stem, measured.get("path", "measured.json"), measured.get("gpu"))
-    write(doc, out, measured.get("path", "measured.json"))
-    machine_mod.load(out)   # the loader validates the result (schema + source rule)
+    # the loader validates the new table (schema + source rule) before it replaces anything
+    write(doc, out, measured.get("path", "measured.json"), force, check=machine_mod.load)
     return fits

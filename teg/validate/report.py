@@ -191,6 +191,26 @@ def speedup(warps: list[int], cycles: list[float]) -> list[float]:
     return [(w / w0) * t0 / t for w, t in pairs]
 
 
+_PNG_MARK = b"Software\x00teg "      # tEXt chunk save_png writes
+
+
+def png_by_teg(path: Path) -> bool:
+    """Whether ``path`` is a PNG that :func:`save_png` wrote (its ``Software`` text chunk)."""
+    from teg.fileio import file_head
+
+    head = file_head(path)
+    return head.startswith(b"\x89PNG") and _PNG_MARK in head
+
+
+def save_png(fig, path: Path, dpi: int) -> None:
+    """Save a matplotlib figure as PNG atomically (:mod:`teg.fileio`), tagged as written by teg so
+    the next report may replace it (a user's PNG of the same name is never overwritten)."""
+    from teg import __version__, fileio
+
+    with fileio.atomic_file(path, png_by_teg) as fh:
+        fig.savefig(fh, format="png", dpi=dpi, metadata={"Software": f"teg {__version__}"})
+
+
 def plot(report: dict, out_dir: str | os.PathLike) -> list[str]:
     """Write ``pred_vs_measured.png`` and ``scaling_<group>.png``; returns the files written.
     Raises :class:`ValidationDataError` when matplotlib is not installed (extra ``plot``)."""
@@ -223,7 +243,7 @@ def plot(report: dict, out_dir: str | os.PathLike) -> list[str]:
     ax.legend(fontsize=7)
     fig.tight_layout()
     path = out / "pred_vs_measured.png"
-    fig.savefig(path, dpi=120)
+    save_png(fig, path, 120)
     plt.close(fig)
     written.append(str(path))
     for group in sorted({r["group"] for r in rows}):
@@ -248,7 +268,7 @@ def plot(report: dict, out_dir: str | os.PathLike) -> list[str]:
         axes.ravel()[0].legend(fontsize=6)
         fig.tight_layout()
         path = out / f"scaling_{group}.png"
-        fig.savefig(path, dpi=110)
+        save_png(fig, path, 110)
         plt.close(fig)
         written.append(str(path))
     return written

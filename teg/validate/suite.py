@@ -25,9 +25,10 @@ from pathlib import Path
 from typing import Any, Iterable
 
 import numpy as np
-import yaml
 
 from teg import TegError
+from teg.textfile import TextFileError
+from teg.yamlfile import load_yaml_file
 
 SUITE_DIR = Path(__file__).resolve().parent / "cuda"
 MANIFEST = SUITE_DIR / "cases.yaml"
@@ -254,11 +255,9 @@ def load(manifest: str | os.PathLike | None = None) -> Suite:
     """Load and check the manifest (default: the one shipped in the package)."""
     path = Path(manifest) if manifest else MANIFEST
     try:
-        doc = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark else ""
-        raise SuiteError(f"{path}{line}: invalid YAML: {getattr(exc, 'problem', exc)}") from None
+        doc = load_yaml_file(path, "validation manifest")
+    except TextFileError as exc:
+        raise SuiteError(str(exc)) from None
     if not isinstance(doc, dict) or not isinstance(doc.get("cases"), list):
         raise SuiteError(f"{path}: expected a mapping with a 'cases' list")
     warps = tuple(int(w) for w in doc.get("warps", (1, 2, 4, 8, 16, 32, 64)))

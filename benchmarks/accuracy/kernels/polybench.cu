@@ -22,20 +22,22 @@ extern "C" __global__ void bicg_s(const float *A, const float *r, float *s, int 
     }
 }
 
-// bicg, launch 1: q[i] = sum_j A[i][j] * p[j]  (threads over i: one row per thread)
-extern "C" __global__ void bicg_q(const float *A, const float *p, float *q, int nx, int ny) {
+// bicg, launch 1: q[i] = sum_j A[i][j] * p[j]  (threads over i: one row per thread). `lda` is
+// the row pitch (PolyBench: lda = ny); the accuracy suite runs a short loop (ny) over rows of the
+// full pitch, so that the lanes' addresses are as far apart as in the measured run.
+extern "C" __global__ void bicg_q(const float *A, const float *p, float *q, int nx, int ny, int lda) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < nx) {
         q[i] = 0.f;
-        for (int j = 0; j < ny; j++) q[i] += A[i * ny + j] * p[j];
+        for (int j = 0; j < ny; j++) q[i] += A[i * lda + j] * p[j];
     }
 }
 
-// mvt (a is n x m; PolyBench: m = n), launch 0: x1[i] += sum_j a[i][j] * y1[j]
-extern "C" __global__ void mvt_x1(const float *a, float *x1, const float *y1, int n, int m) {
+// mvt (a is n x m with row pitch lda; PolyBench: m = lda = n), launch 0: x1[i] += sum_j a[i][j] * y1[j]
+extern "C" __global__ void mvt_x1(const float *a, float *x1, const float *y1, int n, int m, int lda) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n)
-        for (int j = 0; j < m; j++) x1[i] += a[i * m + j] * y1[j];
+        for (int j = 0; j < m; j++) x1[i] += a[i * lda + j] * y1[j];
 }
 
 // mvt (a is m x n), launch 1: x2[i] += sum_j a[j][i] * y2[j]

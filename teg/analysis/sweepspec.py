@@ -1,0 +1,262 @@
+"""Sweeps over whole applications: kernels × machines × warp counts × what-ifs, described in a YAML
+file, one independent point per combination (any executor can run them: :func:`run_point` is a
+module-level function of a small picklable :class:`SweepPoint`).
+
+The file (paths relative to its folder)::
+
+    traces:                 # applications: kernelslist.g, its folder, a native trace, a .traceg
+      - app1/kernelslist.g
+      - {trace: k.npz, sass: k.sass}      # with the kernels' SASS
+    kernels: "re:reduce"    # optional selection, the --kernel syntax (ids 1,4-9 / re:PATTERN / substring)
+    machines: [sm_70, sm_80]   # optional; "auto" (the default) is the table the binary version suggests
+    warps: [auto, 8, 32]    # optional; auto = the whole launch on every SM, N = N warps on one SM (TEG §5.1)
+    whatif: [none, bank_conflicts, all, coalescing+bandwidth]   # optional; mechanisms removed
+    options: {policy: gto, dependency_model: auto, sms: null, unknown: error, blocks_per_sm: null}
+
+A what-if point removes its mechanisms and reports the better of a free re-simulation and a replay
+of the baseline's issue order, as ``teg whatif`` does (``schedule`` says which). A point that fails
+(a machine that does not know the kernel's opcodes, a deadlock …) is a row with ``status`` error
+and its message; the others go on.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import yaml
+
+from teg import TegError, UnknownOpcodeWarning
+from teg.analysis.application import (Application, KernelRef, error_line, largest_stall, load_kernel,
+                                      open_application, program_for, select)
+from teg.engine.options import MECHANISMS, Options, OptionsError
+
+SPEC_KEYS = ("traces", "trace", "sass", "kernels", "machines", "machine", "warps", "whatif", "options")
+OPTION_KEYS = ("policy", "dependency_model", "sms", "unknown", "blocks_per_sm")
+
+# the output table: the point's key first (what identifies it when a sweep resumes), then results
+KEY_COLUMNS = ("trace", "kernel_id", "position", "machine", "warps", "whatif")
+COLUMNS = KEY_COLUMNS + ("kernel", "grid", "block", "machine_table", "status", "cycles", "baseline_cycles",
+                         "time_us", "instructions", "ipc", "top_stall", "top_stall_cycles", "schedule", "error",
+                         "warnings")
+INT_COLUMNS = ("kernel_id", "position", "cycles", "baseline_cycles", "instructions", "top_stall_cycles")
+FLOAT_COLUMNS = ("time_us", "ipc")
+
+
+class SweepSpecError(TegError):
+    """A sweep file that cannot be used (named with its line)."""
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    """One point: a kernel (``trace`` as written in the spec, resolved to ``ref``), the machine
+    (``"auto"``: the suggested table), ``warps`` (None: the whole launch) and the mechanisms
+    ``removed`` (empty: the baseline)."""
+
+    trace: str
+    ref: KernelRef
+    machine: str
+    warps: int | None
+    removed: tuple[str, ...]
+    options: Options
+    sass: str | None = None
+
+    @property
+    def whatif(self) -> str:
+        """``none``, ``all`` (every mechanism) or the removed mechanisms joined by ``+``."""
+        if not self.removed:
+            return "none"
+        return "all" if set(self.removed) == set(MECHANISMS) else "+".join(self.removed)
+
+    def key(self) -> tuple[str, ...]:
+        return tuple(cell(v) for v in (self.trace, self.ref.kernel_id, self.ref.position, self.machine,
+                                       "auto" if self.warps is None else self.warps, self.whatif))
+
+
+def cell(v) -> str:
+    """The CSV text of a value (None → empty)."""
+    return "" if v is None else str(v)
+
+
+# ---- the file -------------------------------------------------------------------------------------
+
+@dataclass
+class SweepSpec:
+    """A parsed sweep file: ``traces`` as (written path, resolved path, sass or None)."""
+
+    path: str
+    traces: list[tuple[str, str, str | None]]
+    kernels: str | None
+    machines: list[str]
+    warps: list[int | None]
+    whatifs: list[tuple[str, ...]]
+    options: Options
+
+
+def _lines(node) -> dict:
+    """1-based line of each top-level key, and of each item of a top-level list as ``(key, i)``."""
+    out: dict = {}
+    if isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            out[k.value] = k.start_mark.line + 1
+            if isinstance(v, yaml.SequenceNode):
+                for i, item in enumerate(v.value):
+                    out[(k.value, i)] = item.start_mark.line + 1
+    return out
+
+
+def _as_list(v) -> list:
+    return v if isinstance(v, list) else [v]
+
+
+def _mechanisms(v, err) -> tuple[str, ...]:
+    """``none`` → (); ``all`` → every mechanism; ``a+b`` or a list → those."""
+    if v is None or v == "none":
+        return ()
+    if v == "all":
+        return tuple(MECHANISMS)
+    names = v if isinstance(v, list) else str(v).split("+")
+    bad = [n for n in names if n not in MECHANISMS]
+    if bad:
+        raise err(f"unknown mechanism {bad[0]!r} (expected none, all, or of: {', '.join(MECHANISMS)})")
+    return tuple(names)
+
+
+def load_spec(path: str | os.PathLike) -> SweepSpec:
+    """Read and check a sweep file; every problem names the file and line."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SweepSpecError(f"{p}: cannot read the sweep file: {exc.strerror or exc}") from None
+    try:
+        lines = _lines(yaml.compose(text, Loader=yaml.SafeLoader))
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{p}:{mark.line + 1}" if mark is not None else str(p)
+        raise SweepSpecError(f"{where}: invalid YAML: {getattr(exc, 'problem', None) or exc}") from None
+    if not isinstance(doc, dict):
+        raise SweepSpecError(f"{p}: a sweep file is a YAML mapping (traces:, machines:, warps:, whatif: …)")
+
+    def err_at(key, i=None):
+        line = lines.get((key, i), lines.get(key)) if i is not None else lines.get(key)
+        return lambda msg: SweepSpecError(f"{p}:{line}: {key}: {msg}" if line else f"{p}: {key}: {msg}")
+
+    for k in doc:
+        if k not in SPEC_KEYS:
+            raise err_at(k)(f"unknown key (expected: {', '.join(SPEC_KEYS)})")
+    tkey = "traces" if "traces" in doc else "trace"
+    if not doc.get(tkey):
+        raise SweepSpecError(f"{p}: no traces: list the applications to sweep under 'traces:'")
+    traces = []
+    for i, t in enumerate(_as_list(doc[tkey])):
+        t = t if isinstance(t, dict) else {"trace": t}
+        if not isinstance(t.get("trace"), str) or set(t) - {"trace", "sass"}:
+            raise err_at(tkey, i)("expected a path, or {trace: PATH, sass: PATH}")
+        sass = t.get("sass")
+        resolved = [str(x if Path(x).is_absolute() else p.parent / x) if x else None for x in (t["trace"], sass)]
+        if not Path(resolved[0]).exists():
+            raise err_at(tkey, i)(f"{t['trace']}: no such file or folder (looked for {resolved[0]})")
+        traces.append((t["trace"], resolved[0], resolved[1]))
+    mkey = "machines" if "machines" in doc else "machine"
+    machines = [str(m) for m in _as_list(doc.get(mkey) or "auto")]
+    for i, m in enumerate(machines):
+        if m != "auto":
+            _check_machine(m, p.parent, err_at(mkey, i))
+    machines = [m if m == "auto" or not m.endswith((".yaml", ".yml")) or Path(m).is_absolute() else str(p.parent / m)
+                for m in machines]
+    warps = []
+    for i, w in enumerate(_as_list(doc.get("warps") if doc.get("warps") is not None else "auto")):
+        if w in ("auto", None):
+            warps.append(None)
+        elif isinstance(w, int) and not isinstance(w, bool) and w >= 1:
+            warps.append(w)
+        else:
+            raise err_at("warps", i)(f"{w!r}: expected auto or a positive warp count")
+    whatifs = [_mechanisms(w, err_at("whatif", i)) for i, w in enumerate(_as_list(doc.get("whatif") or "none"))]
+    opts = doc.get("options") or {}
+    if not isinstance(opts, dict) or set(opts) - set(OPTION_KEYS):
+        raise err_at("options")(f"expected a mapping of {', '.join(OPTION_KEYS)}")
+    try:
+        options = Options(**{k: v for k, v in opts.items() if v is not None})
+    except (OptionsError, TypeError, ValueError) as exc:
+        raise err_at("options")(str(exc)) from None
+    kernels = doc.get("kernels")
+    return SweepSpec(str(p), traces, None if kernels is None else str(kernels), machines, warps, whatifs, options)
+
+
+def _check_machine(name: str, base: Path, err) -> None:
+    import teg.machine as tm
+
+    target = name
+    if name.endswith((".yaml", ".yml")) and not Path(name).is_absolute():
+        target = str(base / name)
+    try:
+        tm.load(target)
+    except (TegError, FileNotFoundError) as exc:
+        raise err(str(exc)) from None
+
+
+def points(spec: SweepSpec) -> tuple[list[SweepPoint], list[tuple[str, Application]]]:
+    """Every point of ``spec`` (traces × selected kernels × machines × warps × what-ifs, in that
+    nesting) and each trace's selected application (for its missing kernels)."""
+    out, apps = [], []
+    for written, resolved, sass in spec.traces:
+        app = select(open_application(resolved), spec.kernels)
+        apps.append((written, app))
+        for ref in app.kernels:
+            for m in spec.machines:
+                for w in spec.warps:
+                    for removed in spec.whatifs:
+                        out.append(SweepPoint(trace=written, ref=ref, machine=m, warps=w, removed=removed,
+                                              options=spec.options, sass=sass))
+    return out, apps
+
+
+# ---- one point ------------------------------------------------------------------------------------
+
+def _point_row(pt: SweepPoint) -> dict:
+    r = pt.ref
+    return dict(zip(KEY_COLUMNS, pt.key()), kernel=r.name, grid="x".join(map(str, r.grid)),
+                block="x".join(map(str, r.block)), status="error")
+
+
+def _run_point_into(row: dict, pt: SweepPoint) -> None:
+    from teg.engine import load_inputs, lower, run
+    from teg.engine.input import with_record_order, with_replay, with_switches
+
+    kt = load_kernel(pt.ref)
+    program = program_for(pt.sass, kt.info.name) if pt.sass else None
+    f = load_inputs(sass=program, trace=kt, machine=None if pt.machine == "auto" else pt.machine)
+    opts = replace(pt.options, warps=pt.warps) if pt.warps is not None else pt.options
+    inp = lower(f.program, kt, f.machine, opts)
+    row["machine_table"] = f.machine.name
+    if not pt.removed:
+        r = run(inp)
+        row.update(schedule="free", baseline_cycles=r.cycles)
+    else:
+        base = run(with_record_order(inp))
+        changed = with_switches(inp, **{m: False for m in pt.removed})
+        free, replay = run(changed), run(with_replay(changed, base.order))
+        r = free if free.cycles <= replay.cycles else replay
+        row.update(schedule="free" if r is free else "replay", baseline_cycles=base.cycles)
+    cause, cyc = largest_stall(r.stalls)
+    row.update(status="ok", cycles=r.cycles, time_us=r.time_us, instructions=r.instructions, ipc=r.ipc,
+               top_stall=cause, top_stall_cycles=cyc)
+
+
+def run_point(pt: SweepPoint) -> dict:
+    """The row of one point (every column of :data:`COLUMNS`); a failure is recorded in
+    ``status``/``error``, never raised."""
+    row = _point_row(pt)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UnknownOpcodeWarning)
+        try:
+            _run_point_into(row, pt)
+        except Exception as exc:      # recorded with the point: the others still run
+            row["error"] = error_line(exc)
+    row["warnings"] = "; ".join(sorted({str(w.message) for w in caught if issubclass(w.category, UnknownOpcodeWarning)}))
+    return {c: row.get(c) for c in COLUMNS}

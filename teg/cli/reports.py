@@ -1,0 +1,114 @@
+"""The report options of ``teg estimate`` (``--view``, ``--timeline``, ``--timeline-cycles``,
+``--plot``) and the ``--plot`` / ``--measured`` options of ``teg whatif`` and ``teg sweep``: their
+click declarations and what they do with a run, kept apart from the commands (teg/cli/estimate.py).
+
+Everything a user can get wrong (view names, the cycle window, a plot suffix, matplotlib missing)
+is checked before the engine runs."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+
+import click
+
+
+def estimate_report_options(fn):
+    """``--view``, ``--timeline``, ``--timeline-cycles`` and ``--plot`` of ``teg estimate``."""
+    opts = [
+        click.option("--view", "views", default="summary,stalls", show_default=True,
+                     help="text views, comma-separated: summary, stalls, instructions (every static "
+                          "instruction with its waits by cause and share of the stall cycles); --json carries all"),
+        click.option("--timeline", "timeline_path", type=click.Path(dir_okay=False), default=None,
+                     help="write the run's timeline as Chrome trace-event JSON (open it at ui.perfetto.dev: "
+                          "Open trace file); 1 us of trace time = 1 cycle"),
+        click.option("--timeline-cycles", default=None,
+                     help="the cycles A:B the timeline covers (A: or :B for an open end; default: all)"),
+        click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
+                     help="draw the stall stack to FILE.png or FILE.svg (extra 'plot': matplotlib)"),
+    ]
+    for o in reversed(opts):
+        fn = o(fn)
+    return fn
+
+
+def plot_option(what: str, measured: bool = False):
+    """``--plot FILE`` (and with ``measured``, ``--measured FILE``) for ``whatif`` / ``sweep``."""
+
+    def deco(fn):
+        opts = [click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
+                             help=f"draw {what} to FILE.png or FILE.svg (extra 'plot': matplotlib)")]
+        if measured:
+            opts.append(click.option("--measured", "measured_path", type=click.Path(dir_okay=False), default=None,
+                                     help="CSV of measured cycles (a header with warps or blocks, and cycles) "
+                                          "overlaid on the --plot"))
+        for o in reversed(opts):
+            fn = o(fn)
+        return fn
+
+    return deco
+
+
+def check_plot(path) -> None:
+    """Refuse, before any run, a plot path of an unknown format or a plot without matplotlib."""
+    if path is None:
+        return
+    from teg.report.plots import PlotError, _pyplot, suffix_ok
+
+    if not suffix_ok(path):
+        raise PlotError(f"{path}: the plot's format comes from its suffix: .png or .svg")
+    _pyplot()
+
+
+@dataclass
+class EstimateReports:
+    """What ``teg estimate`` was asked to show besides its numbers (checked on construction)."""
+
+    views: tuple[str, ...]
+    as_json: bool = False
+    timeline_path: str | None = None
+    window: object = None
+    plot_path: str | None = None
+
+    @classmethod
+    def from_cli(cls, views: str, as_json: bool, timeline_path, timeline_cycles, plot_path) -> "EstimateReports":
+        from teg.report.instructions import parse_views
+        from teg.report.timeline import Window
+
+        if timeline_cycles and not timeline_path:
+            raise click.UsageError("--timeline-cycles bounds the --timeline: give --timeline FILE.json too")
+        check_plot(plot_path)
+        return cls(views=parse_views(views), as_json=as_json, timeline_path=timeline_path,
+                   window=Window.parse(timeline_cycles), plot_path=plot_path)
+
+    def prepare(self, inp):
+        """The lowered input, set to record what the reports need."""
+        from teg.engine.records import with_records
+
+        return with_records(inp, timeline=self.timeline_path is not None,
+                            instructions=self.as_json or "instructions" in self.views)
+
+    def render(self, result, inp, program, options) -> str:
+        """Write the timeline and the plot, and return the text (or JSON) to print."""
+        from teg.report import result_text
+        from teg.report.instructions import instruction_rows, instructions_text
+
+        if self.timeline_path:
+            from teg.report.timeline import write_timeline
+
+            n = write_timeline(self.timeline_path, result, inp, self.window,
+                               options=dict(asdict(options), record_timeline=True))
+            click.echo(f"teg: timeline of {n:,} events in {self.timeline_path} (open it at ui.perfetto.dev; "
+                       "1 us = 1 cycle)", err=True)
+        if self.plot_path:
+            from teg.report.plots import stall_figure
+
+            stall_figure(result, self.plot_path)
+        if self.as_json:
+            d = result.to_dict()
+            d["instructions"] = instruction_rows(result, inp, program)
+            return json.dumps(d, indent=2)
+        parts = [result_text(result, views=self.views)] if {"summary", "stalls"} & set(self.views) else []
+        if "instructions" in self.views:
+            parts.append(instructions_text(instruction_rows(result, inp, program)))
+        return "\n\n".join(parts)

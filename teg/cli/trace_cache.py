@@ -1,0 +1,60 @@
+"""``teg trace cache``: list or clear the folder of converted Accel-Sim traces (:mod:`teg.trace.cache`)."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import click
+
+from teg.cli import user_errors
+from teg.cli.trace import trace_group
+
+
+def human_bytes(n: int) -> str:
+    """``1536`` → ``1.5 KiB``."""
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} TiB"
+
+
+def _line(e) -> str:
+    age = time.strftime("%Y-%m-%d %H:%M", time.localtime(e.modified))
+    what = {"trace": f"{e.kernels} kernel(s) from {e.source}", "running": "conversion in progress",
+            "stale": "left by a killed conversion", "other": "not a teg trace"}[e.state]
+    return f"  {e.path.name:<34} {human_bytes(e.bytes):>10}  {age}  {what}"
+
+
+@trace_group.command("cache")
+@click.option("--clear", is_flag=True, help="remove every entry (conversions still running are kept)")
+@click.option("--json", "as_json", is_flag=True, help="machine-readable output")
+@user_errors
+def trace_cache(clear: bool, as_json: bool) -> None:
+    """List the converted Accel-Sim traces kept for reuse (folder: $TEG_CACHE_DIR, else
+    $XDG_CACHE_HOME/teg/traces or ~/.cache/teg/traces) with their sizes, or --clear them."""
+    import teg.trace as tt
+    from teg.trace import cache
+
+    root = tt.cache_dir()
+    if clear:
+        removed, kept = cache.clear(root)
+        freed = sum(e.bytes for e in removed)
+        if as_json:
+            click.echo(json.dumps({"folder": str(root), "removed": [e.as_json() for e in removed],
+                                   "kept": [e.as_json() for e in kept], "freed_bytes": freed}, indent=1))
+            return
+        click.echo(f"{root}: removed {len(removed)} entr{'y' if len(removed) == 1 else 'ies'} "
+                   f"({human_bytes(freed)})" + (f"; kept {len(kept)} conversion(s) still running" if kept else ""))
+        return
+    items = cache.entries(root)
+    total = sum(e.bytes for e in items)
+    if as_json:
+        click.echo(json.dumps({"folder": str(root), "bytes": total, "entries": [e.as_json() for e in items]},
+                              indent=1))
+        return
+    click.echo(f"{root}: {len(items)} entr{'y' if len(items) == 1 else 'ies'}, {human_bytes(total)}")
+    for e in items:
+        click.echo(_line(e))

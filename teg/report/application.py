@@ -1,0 +1,195 @@
+"""Text, JSON and CSV views of a whole application (:class:`teg.analysis.application.ApplicationReport`):
+the per-kernel table of ``teg estimate``, the per-mechanism table of ``teg whatif`` and the
+one-line-per-kernel listing of ``teg trace info``."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from teg.analysis.application import ApplicationReport, KernelRef, short_name
+from teg.report.tables import _table
+
+MISSING_SHOWN = 10     # missing kernels named in the text view (JSON lists all)
+
+
+def _dims(d) -> str:
+    return "x".join(str(int(v)) for v in d)
+
+
+def launch(row: dict) -> str:
+    """``grid x block`` as ``(gx,gy,gz)x(bx,by,bz)`` with trailing 1s dropped: ``64x256``."""
+    def trim(d):
+        d = list(d)
+        while len(d) > 1 and d[-1] == 1:
+            d.pop()
+        return _dims(d)
+    return f"{trim(row['grid'])} x {trim(row['block'])}"
+
+
+def _name(row: dict, width: int = 48) -> str:
+    return short_name(row.get("demangled") or row["name"], width)
+
+
+def _us(v) -> str:
+    return "-" if v is None else f"{v:,.3f}"
+
+
+def missing_text(missing: list[KernelRef]) -> str:
+    """How many listed kernels have no file, the first ``MISSING_SHOWN`` named with their lines."""
+    shown = ", ".join(f"{k.label} (line {k.line})" for k in missing[:MISSING_SHOWN])
+    more = f", … ({len(missing) - MISSING_SHOWN} more; --json lists all)" if len(missing) > MISSING_SHOWN else ""
+    return f"{len(missing)} kernel(s) listed but their files are absent: {shown}{more}"
+
+
+def _setup(rep: ApplicationReport) -> list[str]:
+    machines = sorted({r["machine"] for r in rep.done if r.get("machine")})
+    streams = rep.streams
+    serial = ("kernels in launch order on one stream: their times add" if len(streams) <= 1 else
+              f"kernels on {len(streams)} streams ({', '.join(map(str, streams))}), added as if they ran one "
+              "after another (overlap between streams is not modelled)")
+    return [f"application {rep.source}",
+            f"machine     {', '.join(machines) or '-'}",
+            f"timing      {serial}"]
+
+
+def _problems(rep: ApplicationReport) -> list[str]:
+    lines = [f"missing     {missing_text(rep.missing)}; not estimated"] if rep.missing else []
+    for r in rep.failed:
+        lines.append(f"failed      kernel {r['id']} {_name(r, 40)}: {r['error']}")
+    return lines
+
+
+def application_text(rep: ApplicationReport) -> str:
+    """The per-kernel table, longest first, with the totals and what is missing or failed."""
+    t = rep.totals()
+    body = []
+    for r in rep.by_time():
+        top = f"{r['top_stall']} {100.0 * r['top_stall_cycles'] / r['cycles']:.0f}%" if r.get("top_stall") else "-"
+        body.append([str(r["id"]), _name(r), launch(r), f"{r['instructions']:,}", f"{r['cycles']:,}",
+                     _us(r["time_us"]), f"{r['ipc']:.3f}", top, f"{100.0 * rep.share(r):.1f}%"])
+    if body:
+        body.append(["total", f"{t['kernels']} kernel(s)", "", f"{t['instructions']:,}", f"{t['cycles']:,}",
+                     _us(t["time_us"]), f"{t['ipc']:.3f}" if t["ipc"] is not None else "-", "", "100.0%"])
+    table = _table(["id", "kernel", "grid x block", "warp instr", "cycles", "time (us)", "IPC", "largest stall",
+                    "share"], body, "lllrrrrlr")
+    return "\n".join(_setup(rep) + _problems(rep) + ["", table])
+
+
+def whatif_application_text(rep: ApplicationReport, top: int = 3) -> str:
+    """Per mechanism: the application's saving and the kernels that gain most."""
+    t = sum(r["time_us"] or 0.0 for r in rep.done)
+    body = []
+    for m in rep.mechanisms(top):
+        gain = ", ".join(f"{g['id']} {short_name(_demangled(rep, g['id']), 28)} {_gain(g)}" for g in m["top"])
+        body.append([m["mechanism"], m["description"], f"{m['saved_cycles']:,}", _us(m["saved_us"]),
+                     f"{100.0 * m['share']:.1f}%", f"{m['speedup']:.3f}", gain or "-"])
+    table = _table(["mechanism", "removed", "saved cycles", "saved (us)", "of app", "app speedup",
+                    f"kernels that gain most (top {top})"], body, "llrrrrl")
+    head = _setup(rep) + [f"baseline    {len(rep.done)} kernel(s), {sum(r['cycles'] for r in rep.done):,} cycles, "
+                          f"{t:,.3f} us"] + _problems(rep)
+    return "\n".join(head + ["", table, "each kernel's saving is the better of a free re-simulation and a replay of "
+                                        "its baseline order (teg whatif); the application's is their sum"])
+
+
+def _gain(g: dict) -> str:
+    return f"{g['saved_us']:,.3f} us" if g["saved_us"] is not None else f"{g['saved_cycles']:,} cycles"
+
+
+def _demangled(rep: ApplicationReport, kid: int) -> str:
+    r = next(r for r in rep.rows if r["id"] == kid)
+    return r.get("demangled") or r["name"]
+
+
+def _missing_dict(k: KernelRef) -> dict:
+    return {"id": k.kernel_id, "file": k.path, "line": k.line}
+
+
+def application_dict(rep: ApplicationReport) -> dict:
+    """JSON-ready: source, totals, per-kernel rows (launch order; ``share`` added), mechanisms
+    (what-if runs), missing kernels and the timing assumption."""
+    rows = []
+    for r in rep.rows:
+        d = dict(r)
+        if r["error"] is None:
+            d["share"] = rep.share(r)
+        rows.append(d)
+    out = {"source": rep.source, "streams": rep.streams,
+           "timing": "kernels in launch order, one after another: times add", "totals": rep.totals(),
+           "kernels": rows, "missing": [_missing_dict(k) for k in rep.missing]}
+    mech = rep.mechanisms(top=5)
+    if mech:
+        out["mechanisms"] = mech
+    return out
+
+
+def application_json(rep: ApplicationReport) -> str:
+    return json.dumps(application_dict(rep), indent=1)
+
+
+KERNEL_COLUMNS = ("position", "id", "name", "grid", "block", "stream", "machine", "instructions", "cycles",
+                  "time_us", "ipc", "top_stall", "top_stall_cycles", "share", "error")
+
+
+def application_csv(rep: ApplicationReport) -> str:
+    """One line per listed kernel in launch order (missing kernels with ``error`` = missing file)."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(KERNEL_COLUMNS)
+    done = {r["position"]: r for r in rep.rows}
+    for k in rep.missing:
+        done[k.position] = {"position": k.position, "id": k.kernel_id, "name": "", "grid": [], "block": [],
+                            "stream": "", "error": f"missing: {k.path} (line {k.line}) not found"}
+    for pos in sorted(done):
+        r = done[pos]
+        cells = dict(r, grid=_dims(r["grid"]) if r["grid"] else "", block=_dims(r["block"]) if r["block"] else "",
+                     share=rep.share(r) if r.get("error") is None else "")
+        w.writerow(["" if cells.get(c) is None else cells.get(c) for c in KERNEL_COLUMNS])
+    return buf.getvalue()
+
+
+def mechanisms_csv(rep: ApplicationReport) -> str:
+    """One line per mechanism: savings, share, speedup, and the top kernels as ``id:saved`` pairs."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["mechanism", "description", "saved_cycles", "saved_us", "share", "speedup", "top_kernels"])
+    for m in rep.mechanisms():
+        w.writerow([m["mechanism"], m["description"], m["saved_cycles"], "" if m["saved_us"] is None else m["saved_us"],
+                    m["share"], m["speedup"], ";".join(f"{g['id']}:{g['saved_cycles']}" for g in m["top"])])
+    return buf.getvalue()
+
+
+def trace_lines_text(source: str, summaries: list[dict], missing: list[KernelRef]) -> str:
+    """``teg trace info`` on an application: one line per kernel (launch order) and the missing ones."""
+    body = [[str(s["id"]), short_name(s.get("demangled") or s["name"], 48), launch(s), str(s["blocks"]),
+             str(s["warps"]), f"{s['warp_instructions']:,}", f"{s['memory_instructions']:,}",
+             f"{s['avg_active_lanes']:.1f}", str(s["binary_version"])] for s in summaries]
+    total = sum(s["warp_instructions"] for s in summaries)
+    lines = [f"{source}: {len(summaries)} kernel(s), {total:,} warp instructions"]
+    if missing:
+        lines.append(f"missing: {missing_text(missing)}")
+    lines += ["", _table(["id", "kernel", "grid x block", "blocks", "warps", "warp instr", "memory", "lanes", "sm"],
+                         body, "lllrrrrrr")]
+    return "\n".join(lines)
+
+
+def points_text(rows: list[dict]) -> str:
+    """Sweep points (:func:`teg.analysis.sweepspec.run_point` rows) as a table, in point order."""
+    body = [[str(r["kernel_id"]), short_name(r["kernel"] or "", 40), r["machine_table"] or r["machine"], r["warps"],
+             r["whatif"], _num(r["cycles"]), _num(r["baseline_cycles"]), _us(r["time_us"]),
+             "-" if r["ipc"] is None else f"{r['ipc']:.3f}", r["schedule"] or "",
+             "ok" if r["status"] == "ok" else f"error: {r['error']}"] for r in rows]
+    return _table(["id", "kernel", "machine", "warps", "whatif", "cycles", "baseline", "time (us)", "IPC",
+                   "schedule", "status"], body, "lllrlrrrrll")
+
+
+def _num(v) -> str:
+    return "-" if v is None else f"{v:,}"
+
+
+def points_csv(rows: list[dict], columns: tuple[str, ...]) -> str:
+    """Sweep points as CSV (the columns of the ``-o`` file)."""
+    from teg.report.rowlog import csv_line
+
+    return (csv_line(columns) + b"".join(csv_line([r.get(c) for c in columns]) for r in rows)).decode()

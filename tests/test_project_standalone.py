@@ -1,0 +1,34 @@
+"""The project stands alone (issue 25, item 5): tests read only files of the repository (or system
+devices and paths that must not exist), and machine tables cite primary sources a user can follow,
+never the development notes or folders outside the repository."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+# an absolute path in a string literal: allowed are devices and deliberately missing paths
+ABSOLUTE = re.compile(r"""["'](/(?!dev/|nonexistent/)[A-Za-z][^"']*)["']""")
+NOTES = re.compile(r"facts §|research file|research/accelsim|/work/|\.\./shared|shared/seeds|shared/measured")
+
+
+def test_tests_open_no_absolute_paths():
+    found = [f"{f.name}:{n}: {m.group(1)}" for f in sorted((ROOT / "tests").glob("*.py"))
+             for n, line in enumerate(f.read_text().splitlines(), 1) for m in ABSOLUTE.finditer(line)]
+    assert found == []
+
+
+def test_machine_tables_cite_no_development_notes():
+    tables = sorted((ROOT / "isa_tables").rglob("*.yaml"))
+    assert len(tables) > 20
+    found = [f"{f.relative_to(ROOT)}:{n}: {line.strip()[:80]}" for f in tables
+             for n, line in enumerate(f.read_text().splitlines(), 1) if NOTES.search(line)]
+    assert found == []
+
+
+def test_test_data_files_say_where_they_come_from():
+    """Every data folder under tests/data has a provenance note (SOURCES.md or README.md)."""
+    folders = [d for d in (ROOT / "tests" / "data").iterdir() if d.is_dir()]
+    assert folders
+    assert [d.name for d in folders if not ((d / "SOURCES.md").is_file() or (d / "README.md").is_file())] == []
