@@ -179,9 +179,11 @@ def test_missing_kernels_are_named_and_the_exit_status_is_1(partial):
     assert "missing     2 kernel(s) listed but their files are absent: kernel-2.traceg (line 2), kernel-3.traceg " \
            "(line 4); not estimated" in r.output
     assert "total  2 kernel(s)" in r.output
-    doc = json.loads(invoke("estimate", "--trace", partial, "--jobs", 1, "--json").output)
+    assert r.stderr.strip().splitlines() == ["teg: error: not everything was estimated (kernels listed but missing, "
+                                             "or kernels or points that failed: the report names them)"]
+    doc = json.loads(invoke("estimate", "--trace", partial, "--jobs", 1, "--json").stdout)
     assert [(m["id"], m["line"]) for m in doc["missing"]] == [(2, 2), (3, 4)]
-    lines = invoke("estimate", "--trace", partial, "--jobs", 1, "--csv").output.splitlines()
+    lines = invoke("estimate", "--trace", partial, "--jobs", 1, "--csv").stdout.splitlines()
     assert lines[0].startswith("position,id,name,grid,block")
     assert [ln.split(",")[:2] for ln in lines[1:]] == [["0", "1"], ["1", "2"], ["2", "4"], ["3", "3"]]
     assert "missing:" in lines[2] and lines[1].endswith(",")

@@ -65,6 +65,8 @@ def test_spec_points_are_the_product_of_its_lists(tmp_path):
     ("traces:\n  - does/not/exist\n", 2, "does/not/exist: no such file or folder"),
     (f"traces: [{TORCH}]\noptions: {{policy: fifo}}\n", 2, "options: policy 'fifo'"),
     ("traces: [a\n", 2, "invalid YAML"),
+    (f"traces: [{TORCH}]\nwarps: &w [1, 2]\nblocks: *w\n", 2, "anchor"),
+    (f"traces: [{TORCH}]\nwarps: [1]\nwarps: [2]\n", 3, "duplicate"),
 ])
 def test_spec_errors_name_the_file_and_line(tmp_path, text, line, message):
     p = spec_file(tmp_path, text)

@@ -98,7 +98,8 @@ def _header_ref(position: int, path: Path) -> KernelRef:
 
 
 def _accelsim_application(p: Path) -> Application:
-    from teg.trace.accelsim import TRACE_SUFFIXES, read_kernelslist
+    from teg.textfile import read_text
+    from teg.trace.accelsim import MAX_KERNELSLIST_BYTES, TRACE_SUFFIXES, read_kernelslist
 
     if str(p).endswith(TRACE_SUFFIXES):
         return Application(str(p), [_header_ref(0, p)])
@@ -108,7 +109,8 @@ def _accelsim_application(p: Path) -> Application:
     missing_at: list[tuple[Path, int]] = []
     _, memcpy = read_kernelslist(listing, missing=missing_at)    # checks every line; notes the absent files
     absent = {str(f): n for f, n in missing_at}
-    listed = [listing.parent / s.strip() for s in listing.read_text().splitlines() if s.strip().startswith("kernel")]
+    listed = [listing.parent / s.strip() for s in read_text(listing, MAX_KERNELSLIST_BYTES, "kernel list").splitlines()
+              if s.strip().startswith("kernel")]
     kernels, missing = [], []
     for pos, f in enumerate(listed):
         if str(f) not in absent:

@@ -126,18 +126,20 @@ def _mechanisms(v, err) -> tuple[str, ...]:
 
 def load_spec(path: str | os.PathLike) -> SweepSpec:
     """Read and check a sweep file; every problem names the file and line."""
+    from teg.textfile import TextFileError, read_text
+    from teg.yamlfile import YamlError, load_yaml
+
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SweepSpecError(f"{p}: cannot read the sweep file: {exc.strerror or exc}") from None
+        text = read_text(p, 1 << 20, "sweep file")     # a regular UTF-8 file, bounded size and lines
+    except TextFileError as exc:
+        raise SweepSpecError(str(exc)) from None
     try:
-        lines = _lines(yaml.compose(text, Loader=yaml.SafeLoader))
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{p}:{mark.line + 1}" if mark is not None else str(p)
-        raise SweepSpecError(f"{where}: invalid YAML: {getattr(exc, 'problem', None) or exc}") from None
+        doc, node = load_yaml(text)                     # no aliases, no duplicate keys, bounded depth
+    except YamlError as exc:
+        where = f"{p}:{exc.line}" if exc.line is not None else str(p)
+        raise SweepSpecError(f"{where}: {exc.problem}") from None
+    lines = _lines(node) if node is not None else {}
     if not isinstance(doc, dict):
         raise SweepSpecError(f"{p}: a sweep file is a YAML mapping (traces:, machines:, warps:, whatif: …)")
 

@@ -71,6 +71,8 @@ def applications(kind: str):
             own = {k: kw.pop(k) for k in OWN_PARAMS[kind]}
             code = _dispatch(kind, fn, kw, ex, own)
             if code:
+                click.echo("teg: error: not everything was estimated (kernels listed but missing, or kernels or "
+                           "points that failed: the report names them)", err=True)
                 sys.exit(code)
 
         for opt in reversed(_executor_options() + _own_options(kind)):

@@ -396,7 +396,10 @@ def _waited_on(sli, slf, uf, heap, sch_list, sch_n, g, nxt, policy, S, spsm, L, 
             continue
         r = slf[slot, SLF_TDEP]
         if sw_units:
-            r = _max2(r, uf[sli[slot, SLI_UOFF], :sli[slot, SLI_UCNT]].min())
+            m = uf[sli[slot, SLI_UOFF], 0]
+            for c in range(1, sli[slot, SLI_UCNT]):
+                m = _min2(m, uf[sli[slot, SLI_UOFF], c])
+            r = _max2(r, m)
         if sli[slot, SLI_GMEM]:
             r = _max2(r, heap[pipe, 0])
         if r == nxt:

@@ -103,11 +103,13 @@ def _stack(ax, labels: list[str], breakdowns: list[dict], horizontal: bool = Fal
 def read_measured(path) -> dict[int, float]:
     """Measured cycles per point from a CSV file with a header naming a ``warps`` (or ``blocks``)
     column and a ``cycles`` column (other columns ignored): ``{point: cycles}``."""
+    from teg.textfile import TextFileError, read_text
+
     p = Path(path)
     try:
-        text = p.read_text()
-    except OSError as exc:
-        raise PlotError(f"{p}: cannot read the measurements: {exc.strerror or exc}") from None
+        text = read_text(p, 64 << 20, "measurements file")
+    except TextFileError as exc:
+        raise PlotError(str(exc)) from None
     reader = csv.DictReader(text.splitlines())
     fields = [f.strip().lower() for f in (reader.fieldnames or [])]
     key = "warps" if "warps" in fields else "blocks" if "blocks" in fields else None
