@@ -91,3 +91,15 @@ def die_unless_first(i):
 def test_a_worker_that_dies_is_one_error_not_a_traceback():
     with pytest.raises(ExecutorError, match="a worker process died"):
         Executor(jobs=2, head_s=0).map(die_unless_first, [0, 1, 2])
+
+
+def test_chunks_cover_every_item_once_in_order():
+    from teg.analysis.executors import MAX_CHUNK, chunks
+
+    for start, stop, workers in [(0, 0, 2), (1, 2, 2), (1, 10, 2), (0, 600, 2), (3, 2001, 4), (0, 5, 64)]:
+        spans = list(chunks(start, stop, workers))
+        covered = [i for a, b in spans for i in range(a, b)]
+        assert covered == list(range(start, stop))
+        assert all(1 <= b - a <= MAX_CHUNK for a, b in spans)
+    # enough tasks per worker to balance: 600 items on 2 workers -> at least 16 tasks
+    assert len(list(chunks(0, 600, 2))) >= 16

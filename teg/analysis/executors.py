@@ -31,6 +31,7 @@ items on stderr when stderr is a terminal; it is silent otherwise, and absent wi
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import multiprocessing
 import os
@@ -137,6 +138,27 @@ def worker_environ(env: dict[str, str]):
                 os.environ[k] = v
 
 
+# Tasks sent to workers carry several items each: a task costs about 1 ms in the process pool and
+# several in Dask (pickling, scheduling, the result's trip back), as much as a small kernel's whole
+# estimate. Each worker still gets about CHUNKS_PER_WORKER tasks, so uneven items balance out.
+CHUNKS_PER_WORKER = 8
+MAX_CHUNK = 32
+
+
+def chunks(start: int, stop: int, workers: int) -> Iterator[tuple[int, int]]:
+    """``[a, b)`` spans covering ``start..stop`` in order: about ``CHUNKS_PER_WORKER`` per worker,
+    each of 1 to ``MAX_CHUNK`` items."""
+    n = stop - start
+    size = max(1, min(MAX_CHUNK, n // max(1, workers * CHUNKS_PER_WORKER)))
+    for a in range(start, stop, size):
+        yield a, min(a + size, stop)
+
+
+def _run_chunk(fn, items: Sequence) -> list:
+    """One worker task: ``fn`` over a span of items, in order."""
+    return [fn(item) for item in items]
+
+
 def _head(fn, items: list, seconds: float, out: list) -> int:
     """Run items here — at least the first (a cold numba cache compiles once, before any worker
     starts), then more until ``seconds`` have passed; their pairs go to ``out``. Returns how many ran."""
@@ -162,9 +184,9 @@ def _local(fn, items: list, jobs: int, head_s: float) -> Iterator[tuple[int, Any
                                mp_context=multiprocessing.get_context("spawn"))
     try:
         with worker_environ(WORKER_MALLOC_ENV):        # spawn starts the workers at the first submit
-            futures = {pool.submit(fn, item): i for i, item in enumerate(items[first:], first)}
+            futures = {pool.submit(_run_chunk, fn, items[a:b]): a for a, b in chunks(first, len(items), jobs)}
         for fut in as_completed(futures):
-            yield futures[fut], fut.result()
+            yield from enumerate(fut.result(), futures[fut])
     except BrokenProcessPool:
         raise ExecutorError("a worker process died (killed, or out of memory?); the results so far were kept "
                             "only where they were written (sweep -o)") from None
@@ -202,10 +224,11 @@ def _dask(fn, items: list, jobs: int, scheduler: str | None, processes: bool,
             raise ExecutorError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from None
         first = 0
     try:
-        futures = client.map(fn, items[first:], pure=False)
-        index = {f.key: i for i, f in enumerate(futures, first)}
+        spans = list(chunks(first, len(items), jobs))
+        futures = client.map(functools.partial(_run_chunk, fn), [items[a:b] for a, b in spans], pure=False)
+        index = {f.key: a for f, (a, _) in zip(futures, spans)}
         for fut in dask_completed(futures):
-            yield index[fut.key], fut.result()
+            yield from enumerate(fut.result(), index[fut.key])
     except KilledWorker as exc:
         raise ExecutorError(f"Dask workers died running {exc.args[0] if exc.args else 'a task'} (killed, or out of "
                             "memory?)") from None
