@@ -443,8 +443,19 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
     for b in range(b_ctx_start.shape[0] - 1):
         if b_ctx_start[b + 1] - b_ctx_start[b] > wpb_max:
             wpb_max = b_ctx_start[b + 1] - b_ctx_start[b]
-    if min(resident, b_ctx_start.shape[0] - 1) * wpb_max < spsm:
-        spsm = max(1, min(resident, b_ctx_start.shape[0] - 1) * wpb_max)
+    live = min(resident, b_ctx_start.shape[0] - 1)        # blocks an SM can hold at once
+    if ipar[I_DEAL] != 0:
+        # dealt breadth-first: a grid that fits in one wave gives each SM ceil(B / SMs) blocks
+        n_b = b_ctx_start.shape[0] - 1
+        if n_b <= ipar[I_SMS] * resident:
+            live = min(live, (n_b + ipar[I_SMS] - 1) // ipar[I_SMS])
+    else:
+        longest = 0                                          # static lists: the longest one
+        for sm in range(ipar[I_SMS]):
+            longest = max(longest, sm_blocks_start[sm + 1] - sm_blocks_start[sm])
+        live = min(live, longest)
+    if live * wpb_max < spsm:
+        spsm = max(1, live * wpb_max)
     policy = ipar[I_POLICY]
     depmodel = ipar[I_DEPMODEL]
     sw_bank = ipar[I_SW_BANK] != 0
@@ -535,9 +546,6 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
     # counted barriers: ``bq[slot, b, e, RS_*]`` / ``bqc`` (as bs/bsc) a ring of barrier b's last
     # NQ results, ``bqn[slot, b]`` its results so far; at b = NSB, e = 0 the slot's open cp.async
     # group (its latest copy result so far)
-    bq = np.zeros((n_slots, NSB + 1, NQ, 2), np.float64)
-    bqc = np.zeros((n_slots, NSB + 1, NQ, 2), np.int64)
-    bqn = np.zeros((n_slots, NSB), np.int64)
     has_async = False       # any copy, commit or DEPBAR (else the loop skips their checks)
     has_bar = False         # any BAR that waits (else the loop skips the barrier checks)
     for i in range(s_barrier.shape[0]):
@@ -546,6 +554,11 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
     for i in range(s_async.shape[0]):
         if s_async[i] != 0 or s_depbar[i] >= 0:
             has_async = True
+    # the ring is read and written only when has_async (_bar_write's ``ring``): one entry otherwise
+    # (e = 0 still holds the slot's open cp.async group, reset at launch)
+    bq = np.zeros((n_slots, NSB + 1, NQ if has_async else 1, 2), np.float64)
+    bqc = np.zeros((n_slots, NSB + 1, NQ if has_async else 1, 2), np.int64)
+    bqn = np.zeros((n_slots, NSB), np.int64)
     ctx_slot = np.full(C, -1, np.int64)
     # static index maps, so the hot loop needs no integer division
     for slot in range(n_slots):
