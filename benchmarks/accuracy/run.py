@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""teg's accuracy suite: published measurements of real GPUs (/work/shared/measured) against the
+"""teg's accuracy suite: published measurements of real GPUs (measured/, see measured/SOURCES.md) against the
 engine's predictions for our own kernels (benchmarks/accuracy/kernels), traced by teg's emulator.
 
     python3 benchmarks/accuracy/run.py [--family stream,cache,l2,latency,polybench] [--gpu a100_40,...]
@@ -30,7 +30,7 @@ from teg import TegError
 
 HERE = Path(__file__).resolve().parent
 KERNELS = HERE / "kernels"
-MEASURED = Path(os.environ.get("TEG_MEASURED", "/work/shared/measured"))
+MEASURED = Path(os.environ.get("TEG_MEASURED", Path(__file__).resolve().parent / "measured"))
 CACHE = Path(os.environ.get("TEG_ACCURACY_CACHE", HERE / ".cache"))
 
 CACHE_MAX_BYTES = int(os.environ.get("TEG_ACCURACY_CACHE_MAX", 32 << 20))

@@ -1,5 +1,5 @@
 // gpu-stream style kernels (teg accuracy suite; our own code, written from the experiment's
-// description in /work/shared/measured/README.md). One double per thread,
+// description in benchmarks/accuracy/README.md). One double per thread,
 // i = threadIdx.x + blockIdx.x * blockDim.x; the launch pins 2 blocks per SM (in the suite through
 // Options(blocks_per_sm=2), standing in for the benchmark's unused 768-double shared array).
 #include <cstdint>
