@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from teg.engine import Options, lower, make_input, run
+from teg.engine.input import with_switches
 from teg.engine.codes import DEP_BASE, DEP_GLOBAL, MEM_GLOBAL, UNIT_CLASSES
 
 INT = DEP_BASE + UNIT_CLASSES.index("int")
@@ -242,6 +243,29 @@ def test_the_next_block_issues_a_launch_latency_after_the_slot_frees(launch):
     off = run(store_then_next_block(launch_latency=launch, l2=L2, switches={"block_launch": False}))
     assert off.timeline.tolist() == [0, 1]
     assert off.cycles <= r.cycles
+
+
+def spread_blocks(sms, kernel_launch=0.0):
+    """``sms`` SMs, one block of one warp of 10 dependent-free 1-cycle instructions each (dealt
+    breadth-first: one per SM), with a kernel launch overhead of ``kernel_launch`` cycles."""
+    return make_input(lat_exec=[1], lat_multi=[1], lat_same=[1], rows_per_warp=[[0] * 10] * sms,
+                      warps_per_block=1, sms=sms, resident=1, deal=True, kernel_launch=kernel_launch)
+
+
+@pytest.mark.parametrize("sms", [1, 3])
+@pytest.mark.parametrize("k", [0.0, 1.0, 1303.0])
+def test_the_kernel_launch_overhead_adds_to_the_kernel_and_idles_every_sm(sms, k):
+    """The kernel takes ``kernel_launch_cycles`` beyond its SMs' work (launch and drain): each SM
+    issues its 10 instructions at cycles 0..9 and the kernel ends at 10 + k; every SM is charged k
+    more ``no_warp`` cycles (the average SM's breakdown still sums to the cycles); the issue
+    cycles do not move; the what-if ``kernel_launch`` takes exactly k off."""
+    r = run(spread_blocks(sms, k))
+    assert r.cycles == 10 + int(k) and r.meta["kernel_launch_cycles"] == int(k)
+    assert r.timeline.tolist() == list(range(10)) * sms
+    assert r.stalls["no_warp"] == int(k) and r.stalls["issue"] == 10
+    assert sum(r.stalls.values()) == r.cycles
+    off = run(with_switches(spread_blocks(sms, k), kernel_launch=False))
+    assert off.cycles == 10 and off.meta["kernel_launch_cycles"] == 0
 
 
 def test_the_first_wave_starts_at_cycle_zero_whatever_the_launch_latency():

@@ -77,7 +77,9 @@ def test_trace_alone_uses_trace_registers(example):
 def test_sms_option_simulates_more_blocks(example):
     r = run(lower(example.program, example.kernel_trace, example.machine, Options(sms=4)))
     assert r.counters["blocks"] == 4 and r.meta["sms"] == 4
-    assert len(r.sm_cycles) == 4 and r.cycles == max(r.sm_cycles)
+    # the SMs' work ends at the last SM's; the kernel adds its launch and drain beyond that
+    assert len(r.sm_cycles) == 4 and r.cycles == max(r.sm_cycles) + r.meta["kernel_launch_cycles"]
+    assert r.meta["kernel_launch_cycles"] == example.machine.kernel_launch_cycles > 0
 
 
 def test_waves_when_fewer_blocks_fit(example):

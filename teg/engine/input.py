@@ -41,14 +41,19 @@ I_RECORD_ORDER = 29
 I_DEAL, I_L2_PARTS, I_L2_PART_BYTES, I_L2_SLICES, I_MSHR = 30, 31, 32, 33, 34
 # I_SW_LAUNCH 0 = the next block on an SM starts one cycle after the slot frees (F_LAUNCH_LAT ignored)
 I_SW_LAUNCH = 35
-NUM_IPAR = 36
+# I_SW_KLAUNCH 0 = no kernel launch/drain overhead (F_KERNEL_LAUNCH ignored); the jitted loop never
+# reads either: :func:`teg.engine.run` adds the overhead to the loop's cycles
+I_SW_KLAUNCH = 36
+NUM_IPAR = 37
 # ---- fpar indexes
 F_ISSUE_INTERVAL, F_L1_LAT, F_L2_LAT, F_DRAM_LAT, F_SERVICE_PER_BYTE = 0, 1, 2, 3, 4
 F_WAVEFRONT_CYCLES, F_RBAR_LAT, F_LAUNCH_LAT = 5, 6, 7
 # F_L2_FAR_LAT: load-to-use latency of an L2 hit in the far partition; F_L2_SLICE_SPB: cycles one
 # L2 slice needs per byte it serves
 F_L2_FAR_LAT, F_L2_SLICE_SPB = 8, 9
-NUM_FPAR = 10
+# F_KERNEL_LAUNCH: cycles the kernel takes beyond its SMs' work (launch and drain)
+F_KERNEL_LAUNCH = 10
+NUM_FPAR = 11
 
 POLICY_CODES = {"lrr": 0, "gto": 1}
 DEPMODEL_CODES = {"scoreboard": 0, "controlcodes": 1}
@@ -134,7 +139,7 @@ def make_input(*, lat_exec, lat_multi, lat_same, unit=None, dst=None, src=None, 
                blocks_sm=None, issue_interval=1.0, policy="gto", dependency_model="scoreboard",
                switches=None, l1=None, l2=None, dram_latency=400.0, channels=1,
                service_per_byte=0.0, sms_per_pipeline=1, pipe_slots=0, wavefront_cycles=0.0,
-               rbar_latency=1.0, launch_latency=0.0, record_timeline=True, record_order=False,
+               rbar_latency=1.0, launch_latency=0.0, kernel_launch=0.0, record_timeline=True, record_order=False,
                deal=False, l2_partitions=1, l2_partition_bytes=8192, l2_far_latency=None, l2_slices=0,
                l2_slice_bytes_per_clk=0.0, mshr_lines=0, meta=None) -> EngineInput:
     """Build an :class:`EngineInput` by hand (tests, synthetic experiments).
@@ -191,7 +196,8 @@ def make_input(*, lat_exec, lat_multi, lat_same, unit=None, dst=None, src=None, 
     r_tx_min_bytes = np.asarray([sum(x[1] for x in t[:m]) for t, m in zip(tx, r_tx_min)], np.int64)
     sw = {"bank_conflicts": True, "coalescing": True, "channel_skew": True, "bandwidth": True,
           "l1_misses": True, "l2_misses": True, "dependencies": True, "unit_throughput": True,
-          "same_warp_penalty": True, "barriers": True, "block_launch": True, **(switches or {})}
+          "same_warp_penalty": True, "barriers": True, "block_launch": True, "kernel_launch": True,
+          **(switches or {})}
     ipar = np.zeros(NUM_IPAR, np.int64)
     fpar = np.zeros(NUM_FPAR, np.float64)
     ipar[I_SMS], ipar[I_SCHED], ipar[I_SLOTS], ipar[I_RESIDENT] = sms, schedulers, slots, resident
@@ -213,6 +219,7 @@ def make_input(*, lat_exec, lat_multi, lat_same, unit=None, dst=None, src=None, 
     fpar[F_L2_LAT] = l2[4] if l2 is not None else 0.0
     fpar[F_DRAM_LAT], fpar[F_SERVICE_PER_BYTE] = dram_latency, service_per_byte
     fpar[F_WAVEFRONT_CYCLES], fpar[F_RBAR_LAT], fpar[F_LAUNCH_LAT] = wavefront_cycles, rbar_latency, launch_latency
+    fpar[F_KERNEL_LAUNCH] = kernel_launch
     ctrl = ctrl or {}
     return EngineInput(
         s_unit=i32(unit), s_occ=np.asarray(units_occ, np.float64)[i32(unit)], s_lat_exec=f64(lat_exec), s_lat_multi=f64(lat_multi), s_lat_same=f64(lat_same),
@@ -236,7 +243,7 @@ def make_input(*, lat_exec, lat_multi, lat_same, unit=None, dst=None, src=None, 
 SWITCH_INDEX = {"bank_conflicts": I_SW_BANK, "coalescing": I_SW_COAL, "channel_skew": I_SW_SKEW,
                 "bandwidth": I_SW_BW, "l1_misses": I_SW_L1, "l2_misses": I_SW_L2, "dependencies": I_SW_DEPS,
                 "unit_throughput": I_SW_UNITS, "same_warp_penalty": I_SW_SAME, "barriers": I_SW_BAR,
-                "block_launch": I_SW_LAUNCH}
+                "block_launch": I_SW_LAUNCH, "kernel_launch": I_SW_KLAUNCH}
 
 
 def with_switches(inp: EngineInput, **switches: bool) -> EngineInput:

@@ -34,8 +34,8 @@ import numpy as np
 
 from teg import TegError, UnknownOpcodeWarning
 from teg.engine.codes import DEP_BASE, DEP_GLOBAL, DEP_SHARED, MEM_GLOBAL, MEM_SHARED, UNIT_CLASSES
-from teg.engine.input import (DEPMODEL_CODES, F_DRAM_LAT, F_ISSUE_INTERVAL, F_L1_LAT, F_L2_FAR_LAT, F_L2_LAT,
-                              F_L2_SLICE_SPB, F_LAUNCH_LAT, F_RBAR_LAT, F_SERVICE_PER_BYTE,
+from teg.engine.input import (DEPMODEL_CODES, F_DRAM_LAT, F_ISSUE_INTERVAL, F_KERNEL_LAUNCH, F_L1_LAT,
+                              F_L2_FAR_LAT, F_L2_LAT, F_L2_SLICE_SPB, F_LAUNCH_LAT, F_RBAR_LAT, F_SERVICE_PER_BYTE,
                               F_WAVEFRONT_CYCLES, I_CHANNELS, I_DEAL, I_DEPMODEL, I_L1_SETS, I_L2_PART_BYTES,
                               I_L2_PARTS, I_L2_SETS, I_L2_SLICES, I_MSHR, I_PIPE_SLOTS, I_POLICY, I_RESIDENT,
                               I_SCHED, I_SLOTS, I_SMS, I_SMS_PER_PIPE, I_TIMELINE, I_RECORD_ORDER,
@@ -500,6 +500,7 @@ def lower(program, kernel_trace, machine: Machine, options: Options | None = Non
     fpar[F_WAVEFRONT_CYCLES] = sh.wavefront_cycles
     fpar[F_RBAR_LAT] = machine.latencies["store"].execution if "store" in machine.latencies else 1.0
     fpar[F_LAUNCH_LAT] = max(1.0, machine.block_launch_cycles)
+    fpar[F_KERNEL_LAUNCH] = machine.kernel_launch_cycles
 
     meta = {"kernel": name, "machine": machine.name, "clock_mhz": machine.clock_mhz, "opcodes": st["opcodes"],
             "pcs": st["pcs"], "dependency_model": depmodel, "policy": options.policy, "sms": n_sms,

@@ -29,6 +29,7 @@ MECHANISMS: dict[str, str] = {
     "same_warp_penalty": "no same-warp issue penalty",
     "barriers": "free barriers",
     "block_launch": "instant block launch",
+    "kernel_launch": "no kernel launch overhead",
 }
 
 
@@ -56,7 +57,10 @@ class Options:
     * ``unit_throughput`` — functional-unit occupancy (off: units always free);
     * ``same_warp_penalty`` — same-warp issue latency (off: equals the multi-warp issue latency;
       control-code stall counts become 1);
-    * ``barriers`` — ``BAR`` waits for all warps of its block (off: it does not wait).
+    * ``barriers`` — ``BAR`` waits for all warps of its block (off: it does not wait);
+    * ``block_launch`` — a block dealt to a freed slot issues ``block_launch_cycles`` later (off: 1);
+    * ``kernel_launch`` — the kernel takes ``kernel_launch_cycles`` beyond its SMs' work, its launch
+      and drain, charged to every SM as ``no_warp`` (off: 0).
 
     Configuration: ``policy`` (``lrr`` loose round-robin, ``gto`` greedy-then-oldest),
     ``dependency_model`` (``auto`` = the machine table's default when the SASS carries control
@@ -82,6 +86,7 @@ class Options:
     same_warp_penalty: bool = True
     barriers: bool = True
     block_launch: bool = True
+    kernel_launch: bool = True
     policy: str = "gto"
     dependency_model: str = "auto"
     sms: int | None = None

@@ -7,8 +7,8 @@ import numpy as np
 from teg import TegError
 from teg.engine.codes import CAUSE_NAMES, COUNTER_NAMES, NO_WARP, NUM_CAUSES
 from teg.engine.core import X_DST, X_NWAW, X_SRC, simulate
-from teg.engine.input import I_RECORD_ORDER, I_SMS, I_TIMELINE, EngineInput
-from teg.engine.records import NTL, NTX, REC_PCS, REC_ROWS, TL_ISSUE
+from teg.engine.input import F_KERNEL_LAUNCH, I_RECORD_ORDER, I_SMS, I_SW_KLAUNCH, I_TIMELINE, EngineInput
+from teg.engine.records import NTL, NTX, PC_STALL, REC_PCS, REC_ROWS, TL_ISSUE
 from teg.engine.result import Result, make_result
 
 
@@ -59,6 +59,7 @@ def run(inp: EngineInput) -> Result:
     meta = dict(inp.meta)
     meta["sm_blocks"] = sm_end[:, 1].astype(np.int64).tolist()
     n_sms = int(inp.ipar[I_SMS])
+    cycles = add_kernel_launch(inp, cycles, stall, pcc, n_sms, meta)
     if n_sms > 1:
         # every SM's cycles are charged; the breakdown reported is the average busy SM's (an SM
         # that ran no block idles the whole kernel, all no_warp: it is left out, and said apart)
@@ -73,6 +74,23 @@ def run(inp: EngineInput) -> Result:
                        order_out if order_out.shape[0] else None,
                        row_record=timeline if record else None, tx_record=tx_rec if record else None,
                        pc_causes=pcc if attrib else None)
+
+
+def add_kernel_launch(inp: EngineInput, cycles: int, stall: np.ndarray, pcc: np.ndarray, n_sms: int,
+                      meta: dict) -> int:
+    """The kernel's cycles with its launch and drain overhead (``F_KERNEL_LAUNCH`` cycles beyond
+    what its SMs do, unless the ``kernel_launch`` switch is off): every simulated SM idles through
+    it, so each is charged that many ``no_warp`` cycles (``stall`` and the per-instruction
+    attribution ``pcc``'s no-instruction row, in place). Records the cycles added in
+    ``meta["kernel_launch_cycles"]``."""
+    k = int(round(inp.fpar[F_KERNEL_LAUNCH])) if inp.ipar[I_SW_KLAUNCH] else 0
+    meta["kernel_launch_cycles"] = k
+    if k <= 0:
+        return cycles
+    stall[NO_WARP] += k * n_sms
+    if pcc.shape[1]:
+        pcc[PC_STALL, pcc.shape[1] - 1, NO_WARP] += k * n_sms
+    return cycles + k
 
 
 def average_breakdown(sm_cycles: np.ndarray, n_sms: int) -> np.ndarray:

@@ -341,7 +341,8 @@ def _build(doc: dict[str, Any], path: Path) -> Machine:
         limits=limits, units=units, latencies=latencies, shared=shared, memory=memory, opcodes=opcodes,
         extras={k: _v(v) for k, v in (doc.get("analytical") or {}).items()},
         source_path=str(path), raw=doc,
-        block_launch_cycles=float(_v(doc["block_launch_cycles"])) if "block_launch_cycles" in doc else 0.0)
+        block_launch_cycles=float(_v(doc["block_launch_cycles"])) if "block_launch_cycles" in doc else 0.0,
+        kernel_launch_cycles=float(_v(doc["kernel_launch_cycles"])) if "kernel_launch_cycles" in doc else 0.0)
 
 
 def _build_cache(c: dict | None, name: str) -> Cache | None:

@@ -312,6 +312,7 @@ TABLE = Section({
     "schedulers": Num(integer=True, positive=True, maximum=16),
     "issue_interval": Num(positive=True),
     "block_launch_cycles": Num(required=False),
+    "kernel_launch_cycles": Num(required=False),
     "dependency_model": Str(("scoreboard", "controlcodes")),
     "limits": Section({
         "max_warps": Num(integer=True, positive=True, maximum=128),

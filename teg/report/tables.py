@@ -65,6 +65,9 @@ def result_text(r: Result, top_pcs: int = 10, views=("summary", "stalls")) -> st
     and ``stalls`` (the stall breakdown and the instructions waited on most)."""
     m = r.meta
     lines = setup_lines(m) + [f"cycles      {r.cycles}"]
+    if m.get("kernel_launch_cycles"):
+        lines[-1] += (f"  (of which {m['kernel_launch_cycles']} kernel launch and drain; "
+                      f"what-if kernel_launch)")
     if r.time_us is not None:
         lines.append(f"time        {r.time_us:.3f} us at {r.clock_mhz:g} MHz")
     lines.append(f"IPC         {r.ipc:.3f} warp instructions/cycle ({r.instructions} instructions)")
