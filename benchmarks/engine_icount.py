@@ -15,7 +15,13 @@ without AVX-512/AMX/AVX10 (valgrind 3.19 cannot run them: SIGILL on a Zen 5 host
 ``znver3`` CPU model, the machine earlier figures were taken on; set ``TEG_ICOUNT_CPU`` to pin
 another model.
 
-    python benchmarks/engine_icount.py [--rows 24000] [--alu-only]
+    python benchmarks/engine_icount.py [--rows 24000] [--alu-only] [--whole-gpu] [--cache-sim]
+
+``--whole-gpu`` counts the whole-GPU engine instead (every SM of sm_90 with a full wave of 64
+warps, the rows rounded up to a whole number per warp; ``--rows 700000`` gives 96 per warp), so
+the cost per simulated instruction of one SM and of the whole GPU compare exactly;
+``--cache-sim`` adds cachegrind's simulated data-cache misses per simulated instruction (where
+the whole GPU's larger state shows).
 
 Needs ``valgrind`` on PATH (prints why and exits 2 when it is missing).
 """
@@ -32,16 +38,25 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def child(rows: int, reps: int, alu: bool) -> None:
-    """Build and lower the benchmark trace, then run the engine ``reps`` times."""
+def child(rows: int, reps: int, alu: bool, whole_gpu: bool = False) -> None:
+    """Build and lower the benchmark trace, then run the engine ``reps`` times: 64 warps on one SM
+    (``Options(warps=64)``), or with ``whole_gpu`` a full wave on every SM of sm_90 (8 blocks of 8
+    warps per SM, ``Options(sms=num_sms)``: blocks dealt, L2 partitions and slices, shared DRAM)."""
     sys.path.insert(0, HERE)
     import engine_speed as es
 
     from teg.engine import Options, lower, run
     from teg.machine import load
 
-    kt, _ = es.synthetic_trace(rows, 64, es.ALU_BODY if alu else es.BODY)
-    inp = lower(None, kt, load("sm_90"), Options(warps=64))
+    machine = load("sm_90")
+    body = es.ALU_BODY if alu else es.BODY
+    if whole_gpu:
+        warps = machine.num_sms * 64
+        kt, _ = es.synthetic_trace(-(-rows // warps) * warps, warps, body)
+        inp = lower(None, kt, machine, Options(sms=machine.num_sms))
+    else:
+        kt, _ = es.synthetic_trace(rows, 64, body)
+        inp = lower(None, kt, machine, Options(warps=64))
     for _ in range(reps):
         run(inp)
 
@@ -81,10 +96,14 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rows", type=int, default=24000, help="warp instructions per engine run")
     ap.add_argument("--alu-only", action="store_true", help="the loop body without LDS/LDG")
+    ap.add_argument("--whole-gpu", action="store_true",
+                    help="every SM of sm_90, a full wave (64 warps each), instead of 64 warps on one SM")
+    ap.add_argument("--cache-sim", action="store_true",
+                    help="also count data-cache misses (cachegrind's simulated D1 and last-level caches)")
     ap.add_argument("--child", type=int, default=0, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        child(args.rows, args.child, args.alu_only)
+        child(args.rows, args.child, args.alu_only, args.whole_gpu)
         return 0
     valgrind = shutil.which("valgrind")
     if valgrind is None:
@@ -95,24 +114,35 @@ def main() -> int:
     env = dict(os.environ, NUMBA_CPU_NAME=os.environ.get("TEG_ICOUNT_CPU", "znver3"),
                NUMBA_CPU_FEATURES=valgrind_safe(ll.get_host_cpu_features().flatten()),
                OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
-    me = [sys.executable, os.path.abspath(__file__), "--rows", str(args.rows)] + (["--alu-only"] if args.alu_only else [])
+    me = ([sys.executable, os.path.abspath(__file__), "--rows", str(args.rows)] + (["--alu-only"] if args.alu_only else [])
+          + (["--whole-gpu"] if args.whole_gpu else []))
     with tempfile.TemporaryDirectory() as tmp:
         env["NUMBA_CACHE_DIR"] = os.path.join(tmp, "numba")
         subprocess.run(me + ["--child", "1"], env=env, check=True)        # compile outside valgrind
         out = {}
         for reps in (1, 3):
             path = os.path.join(tmp, f"cg.{reps}")
-            subprocess.run([valgrind, "--tool=cachegrind", "--cache-sim=no", "--branch-sim=yes",
+            subprocess.run([valgrind, "--tool=cachegrind", f"--cache-sim={'yes' if args.cache_sim else 'no'}",
+                            "--branch-sim=yes",
                             f"--cachegrind-out-file={path}"] + me + ["--child", str(reps)],
                            env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             out[reps] = jit_totals(path)
-    n = 2 * args.rows
+    rows = args.rows
+    if args.whole_gpu:
+        from teg.machine import load
+        warps = load("sm_90").num_sms * 64
+        rows = -(-rows // warps) * warps
+    n = 2 * rows
     per = {e: (out[3][e] - out[1][e]) / n for e in out[3]}
+    where = "every SM of sm_90, 64 warps each" if args.whole_gpu else "64 warps on one SM of sm_90"
     print(f"engine, per simulated warp instruction ({'ALU-only' if args.alu_only else 'mixed'} body, "
-          f"{args.rows:,} rows, 64 warps, sm_90):")
+          f"{rows:,} rows, {where}):")
     print(f"  x86 instructions     {per['Ir']:8.1f}")
     print(f"  conditional branches {per['Bc']:8.1f}   mispredicted (cachegrind's model) {per['Bcm']:.2f}")
     print(f"  indirect branches    {per['Bi']:8.1f}   mispredicted {per['Bim']:.2f}")
+    if args.cache_sim:
+        print(f"  data reads / writes  {per['Dr']:8.1f} / {per['Dw']:.1f}   D1 misses {per['D1mr'] + per['D1mw']:.2f}, "
+              f"last-level misses {per['DLmr'] + per['DLmw']:.3f} (cachegrind's simulated caches)")
     return 0
 
 
