@@ -130,22 +130,41 @@ def test_sectored_lru_cache():
     assert acc(512) and not acc(256)                  # line 4 stayed (recent); line 2 was evicted by 0
 
 
+def test_a_partition_of_the_l2_indexes_its_sets_without_the_home_bits():
+    """One partition of a 2-partition L2 whose home partition alternates every line (skip_at 0,
+    skip_bits 1): its home lines 1, 3, 5, 7 are all odd. Indexed by line mod 4 they would share sets
+    1 and 3 of a 4-set direct-mapped cache and evict each other; with the home bit left out they
+    take sets 0-3 and all four stay. Lines 2 and 3 then share set 1 but keep their own tags."""
+    for skip, second_pass_hits in ((0, 0), (1, 4)):
+        shape = cache_shape(4, 1, 128, 128, 0, skip)
+        state = cache_new(1, shape)
+        for ln in (1, 3, 5, 7):
+            assert not cache_access(state, 0, shape, ln * 128)
+        assert sum(cache_access(state, 0, shape, ln * 128) for ln in (1, 3, 5, 7)) == second_pass_hits
+    shape = cache_shape(4, 1, 128, 128, 0, 1)
+    state = cache_new(1, shape)
+    assert not cache_access(state, 0, shape, 2 * 128) and not cache_access(state, 0, shape, 3 * 128)
+    assert not cache_access(state, 0, shape, 2 * 128)     # line 3 replaced line 2 in set 1
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.integers(1, 7), st.sampled_from([1, 2, 4]), st.sampled_from([(128, 32), (64, 64), (32, 8)]),
-       st.lists(st.integers(0, 1 << 20), min_size=1, max_size=80))
-def test_cache_matches_reference_lru(sets, assoc, geometry, addrs):
+       st.lists(st.integers(0, 1 << 20), min_size=1, max_size=80), st.sampled_from([(0, 0), (0, 1), (1, 1), (3, 2)]))
+def test_cache_matches_reference_lru(sets, assoc, geometry, addrs, skip):
     """Shift/mask indexing (power-of-two set counts) and the division path (any other count) behave
-    as a plain per-set LRU list of lines, each with its set of valid sectors."""
+    as a plain per-set LRU list of lines, each with its set of valid sectors; with ``skip`` = (at,
+    bits) the set is the line number with those bits taken out, mod the set count."""
     line, sector = geometry
+    at, bits = skip
     s, a, ln, sc = cache_geometry(sets * assoc * line, line, sector, assoc)
     assert (s, a) == (sets, assoc)
-    shape = cache_shape(s, a, ln, sc)
+    shape = cache_shape(s, a, ln, sc, at, bits)
     assert (shape[4] >= 0) == (sets & (sets - 1) == 0)
     state = cache_new(2, shape)                    # two caches in one table: use cache 1
     ref = [{} for _ in range(sets)]                # per set: line -> valid sectors, oldest first
     for x in addrs:
         lno, sec = x // line, (x % line) // sector
-        lru = ref[lno % sets]
+        lru = ref[(lno % 2 ** at + lno // 2 ** (at + bits) * 2 ** at) % sets]
         want = sec in lru.get(lno, ())
         if lno in lru:
             secs = lru.pop(lno)

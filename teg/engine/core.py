@@ -59,7 +59,7 @@ from teg.engine.input import (F_DRAM_LAT, F_ISSUE_INTERVAL, F_L1_LAT, F_L2_FAR_L
                               I_SMS_PER_PIPE, I_SW_BANK, I_SW_BAR, I_SW_BW, I_SW_COAL, I_SW_DEPS,
                               I_SW_L1, I_SW_L2, I_SW_LAUNCH, I_SW_SAME, I_SW_SKEW, I_SW_UNITS, I_TIMELINE)
 from teg.engine.records import PC_STALL, REC_PCS, REC_ROWS, TX_CHAN, TX_SLICE, record_issue, record_level
-from teg.memory.cache import cache_access_timed, cache_new, cache_shape
+from teg.memory.cache import _log2, cache_access_timed, cache_new, cache_shape
 from teg.memory.channels import balance_scale
 
 INF = 1e300
@@ -473,7 +473,6 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
     has_l1 = l1_sets > 0
     has_l2 = l2_sets > 0
     l1_shape = cache_shape(max(l1_sets, 1), l1_assoc, l1_line, l1_sector)
-    l2_shape = cache_shape(max(l2_sets, 1), l2_assoc, l2_line, l2_sector)
     channels = max(ipar[I_CHANNELS], 1)
     mshr = ipar[I_MSHR]
     # MSHR mode: outstanding L1 misses per SM, counted per cache line (MSHR entries), instead of
@@ -493,6 +492,10 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
     deal = ipar[I_DEAL] != 0
     n_parts = max(ipar[I_L2_PARTS], 1)
     part_bytes = max(ipar[I_L2_PART_BYTES], 1)
+    # each partition's cache indexes its sets without the home-partition bits (powers of two)
+    skip_at = _log2(part_bytes // max(l2_line, 1)) if n_parts > 1 else -1
+    skip_bits = _log2(n_parts) if skip_at >= 0 else -1
+    l2_shape = cache_shape(max(l2_sets, 1), l2_assoc, l2_line, l2_sector, max(skip_at, 0), max(skip_bits, 0))
     n_slices = ipar[I_L2_SLICES]
     slices_pp = max(n_slices // n_parts, 1)
     slices_pc = max(n_slices // max(ipar[I_CHANNELS], 1), 1)     # slices per DRAM channel

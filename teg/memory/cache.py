@@ -1,8 +1,11 @@
 """Sectored set-associative LRU caches (L1 per SM, L2 shared; nvidia_timing_facts.md §4.2).
 
 A cache of ``size`` bytes, ``line`` bytes per line, ``sector`` bytes per sector and ``assoc`` ways
-has ``sets = size / (line * assoc)``. Line ``L = addr // line`` lives in set ``L mod sets`` with
-tag ``L // sets``. An access hits when the tag is present *and* its sector is valid; a tag hit
+has ``sets = size / (line * assoc)``. Line ``L = addr // line`` lives in set ``L mod sets`` and is
+tagged with ``L`` itself. A cache that is one partition of a partitioned L2 (each address has a home
+partition chosen by address bits, GTC21 near/far partitions) indexes its sets with those bits left
+out (``skip``): otherwise the lines homed in a partition, which all share the bit values, would
+reach only half (a quarter …) of its sets. An access hits when the tag is present *and* its sector is valid; a tag hit
 with an invalid sector fills the sector (sector miss); a tag miss replaces the least recently used
 line (its sectors are dropped). Every access makes its line most recently used.
 
@@ -11,8 +14,8 @@ the set's lines in recency order (most recent first, −1 = empty, empty ways la
 line's tag shifted left by the number of sectors per line, or'ed with its valid-sector bit mask
 (``tag << k | mask``, ``k = line / sector``, at most 16). Keeping the LRU order by position needs no
 per-way time stamps, and packing tag and mask into one word halves what an access reads and moves:
-a set of the 16-way L2 is two host cache lines. Tags must fit in ``63 - k`` bits, which every
-user-space address does (below 2**54 bytes for a one-set cache of 128-byte lines and 16 sectors).
+a set of the 16-way L2 is two host cache lines. Tags (line numbers) must fit in ``63 - k`` bits, which every
+user-space address does (below 2**54 bytes for 128-byte lines of 16 sectors).
 The engine's jitted loop keeps one L1 per simulated SM in the same array (cache ``c`` uses rows
 ``c*sets … c*sets+sets-1``).
 """
@@ -54,16 +57,18 @@ def _log2(x):
 
 
 @njit(cache=True)
-def cache_shape(sets, assoc, line_bytes, sector_bytes):
+def cache_shape(sets, assoc, line_bytes, sector_bytes, skip_at=0, skip_bits=0):
     """The geometry as :func:`cache_access` uses it (arguments as :func:`cache_geometry` returns
-    and checks them): ``(sets, assoc, line_shift, sector_shift, set_shift, mask_bits)``, where
-    ``set_shift`` is -1 when ``sets`` is not a power of two (the set index then needs a division)
-    and ``mask_bits`` is the number of sectors per line (the width of an entry's sector mask).
+    and checks them): ``(sets, assoc, line_shift, sector_shift, set_shift, mask_bits, skip_at,
+    skip_bits)``, where ``set_shift`` is -1 when ``sets`` is not a power of two (the set index then
+    needs a division), ``mask_bits`` is the number of sectors per line (the width of an entry's
+    sector mask), and the set index leaves out ``skip_bits`` bits of the line number starting at
+    bit ``skip_at`` (a partition of a partitioned L2: the home-partition bits; 0 = none).
     Integer division by a run-time value is the slowest arithmetic a CPU does, and an access would
     otherwise make four of them."""
     line_shift = _log2(line_bytes)
     sector_shift = _log2(sector_bytes)
-    return sets, assoc, line_shift, sector_shift, _log2(sets), 1 << (line_shift - sector_shift)
+    return sets, assoc, line_shift, sector_shift, _log2(sets), 1 << (line_shift - sector_shift), skip_at, skip_bits
 
 
 @njit(cache=True)
@@ -75,16 +80,17 @@ def cache_new(caches, shape):
 @njit(cache=True)
 def cache_row(cache_index, shape, addr):
     """Row of the state array (:func:`cache_new`) that holds the set of byte ``addr`` in cache
-    ``cache_index``, and the line's tag."""
-    sets, line_shift, set_shift = shape[0], shape[2], shape[4]
+    ``cache_index``, and the line's tag (its line number)."""
+    sets, line_shift, set_shift, skip_at, skip_bits = shape[0], shape[2], shape[4], shape[6], shape[7]
     line = addr >> line_shift                       # addr // line_bytes
+    idx = line
+    if skip_bits > 0:                               # the home-partition bits do not index sets
+        idx = ((line >> (skip_at + skip_bits)) << skip_at) | (line & ((1 << skip_at) - 1))
     if set_shift >= 0:
-        tag = line >> set_shift                     # line // sets
-        s = line & (sets - 1)                       # line % sets
+        s = idx & (sets - 1)                        # idx % sets
     else:
-        tag = line // sets
-        s = line - tag * sets
-    return cache_index * sets + s, tag
+        s = idx - (idx // sets) * sets
+    return cache_index * sets + s, line
 
 
 @njit(cache=True)
