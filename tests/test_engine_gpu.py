@@ -159,6 +159,31 @@ def test_near_and_far_l2_partitions():
     assert r.cycles == 1000 + 100 + 1
 
 
+def test_a_far_line_copied_into_the_near_partition_takes_a_near_slice_too():
+    """Two partitions (8 KB interleave), one slice each at 32 B/clk (1 cycle per sector), L2 hits
+    at 100 (perfect L2). SM 0 loads 4 sectors of line X homed in the far partition 1, then 4 of
+    line Y homed in its near partition 0. X's sectors are served by partition 1's slice at 0-3 and
+    their copies fill partition 0's slice at 0-3 (GTC21: a far hit is copied into the near
+    partition); Y's sectors, requested at 1, wait behind the copies and are served at 4-7: Y is
+    back at 7 + 100, its consumer issues at 107 (at 104 if the copy took no slice time) and the
+    kernel ends at 108. Without the bandwidth mechanism: Y back at 1 + 100."""
+    X, Y = 8192, 0
+    tx = [[(X + 32 * k, 32, 0) for k in range(4)], [(Y + 32 * k, 32, 0) for k in range(4)], []]
+
+    def inp(bw):
+        return make_input(lat_exec=[0, 0, 1], lat_multi=[1] * 3, lat_same=[1] * 3, dst=[[4], [5], [6]],
+                          src=[[], [], [4, 5]], mem=[MEM_GLOBAL, MEM_GLOBAL, 0],
+                          depcause=[DEP_GLOBAL, DEP_GLOBAL, INT], rows_per_warp=[[0, 1, 2]], tx=tx, sms=2,
+                          deal=True, l2=L2, l2_partitions=2, l2_partition_bytes=8192, l2_far_latency=180.0,
+                          l2_slices=2, l2_slice_bytes_per_clk=32.0,
+                          switches={"l2_misses": False, "bandwidth": bw})
+
+    r = run(inp(True))
+    assert r.timeline.tolist() == [0, 1, 107] and r.cycles == 108
+    off = run(inp(False))
+    assert off.timeline.tolist() == [0, 1, 101] and off.cycles == 102
+
+
 def test_mshrs_limit_outstanding_lines_per_sm():
     """One warp issues 3 loads of one line each back to back (no dependency), L2 hits at 100,
     2 MSHR entries: the third load's line waits for the first entry (free at 100), so it is back

@@ -1235,6 +1235,11 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                             s1 = slice_free[sl]
                         if sw_bw:
                             slice_free[sl] = s1 + nb * slice_spb
+                            if far:
+                                # the far line is copied into the near partition (GTC21): the copy's
+                                # fill takes the near partition's slice of the same index as long
+                                sn = near * slices_pp + (sl - serve * slices_pp)
+                                slice_free[sn] = _max2(slice_free[sn], s1) + nb * slice_spb
                         if s1 - s_req > 0.0:
                             qc = L2_QUEUE if s1 - s_req >= qw else qc
                         if record:
