@@ -40,6 +40,7 @@ average load. Service times only shrink, so the replay stays monotone for this s
 from __future__ import annotations
 
 import math
+from collections import namedtuple
 
 import numpy as np
 from llvmlite import ir
@@ -59,8 +60,25 @@ from teg.engine.input import (F_DRAM_LAT, F_ISSUE_INTERVAL, F_L1_LAT, F_L2_FAR_L
                               I_SMS_PER_PIPE, I_SW_BANK, I_SW_BAR, I_SW_BW, I_SW_COAL, I_SW_DEPS,
                               I_SW_L1, I_SW_L2, I_SW_LAUNCH, I_SW_SAME, I_SW_SKEW, I_SW_UNITS, I_TIMELINE)
 from teg.engine.records import PC_STALL, REC_PCS, REC_ROWS, TX_CHAN, TX_SLICE, record_issue, record_level
+from teg.jit import inner
 from teg.memory.cache import _log2, cache_access_timed, cache_new, cache_shape
 from teg.memory.channels import balance_scale
+
+# ``simulate`` is the only function called from Python; it calls the helpers below, each compiled
+# once on its own. (They were closures inside it: numba's front end inlines a closure's code at
+# every call site before typing it, and its cost grows faster than a function's length; the cold
+# compile took 35 s then, half of it now.) Their decorators:
+#   _helper: set-up (run once per run) and small leaf functions;
+#   _hot:    helpers of the issue path, inlined by LLVM (``forceinline``: the loop's machine code
+#            is as if they were written out in it);
+#   _cold:   rare events (block launch, barrier release), called.
+# _hot and _cold functions take the loop's tables in a few named tuples (Warps, Scheds, ... below)
+# and do no reference counting (``_nrt=False``): every array is ``simulate``'s, held for the whole
+# run, and the increments and decrements numba emits for each array of a tuple at each call
+# stayed in the loop otherwise (40 % more x86 instructions per simulated one).
+_helper = inner()
+_hot = inner(forceinline=True, _nrt=False)
+_cold = inner(_nrt=False)
 
 INF = 1e300
 NSB = 6
@@ -149,7 +167,7 @@ def _nonneg(typingctx, x):
     return sig, codegen
 
 
-@njit(cache=True)
+@_helper
 def _max2(a, b):
     """``max(a, b)`` for two numbers (the builtin is an out-of-line call in the big loop; this one
     LLVM inlines). Left to LLVM rather than to numba's ``inline="always"`` (IR-level inlining at
@@ -158,13 +176,13 @@ def _max2(a, b):
     return a if a >= b else b
 
 
-@njit(cache=True)
+@_helper
 def _min2(a, b):
     """``min(a, b)`` for two numbers (inlined by LLVM, as :func:`_max2`)."""
     return a if a <= b else b
 
 
-@njit(cache=True)
+@_helper
 def _heap_replace_top(heap, p, n, value):
     """Replace the minimum of min-heap ``heap[p, :n]`` by ``value`` and restore the heap."""
     i = 0
@@ -183,7 +201,7 @@ def _heap_replace_top(heap, p, n, value):
     heap[p, i] = value
 
 
-@njit(cache=True)
+@_helper
 def _charge(stall_out, c1, c2, a, b, split):
     """Charge the cycles ``[a, b)`` of one SM: those before ``ceil(split)`` (clamped into the
     range) to ``c1``, the rest to ``c2`` (a producer's dependency class, then the mechanism that
@@ -198,7 +216,7 @@ def _charge(stall_out, c1, c2, a, b, split):
         stall_out[c2] += np.int64(b - sp)
 
 
-@njit(cache=True)
+@_helper
 def _pow2_at_least(n):
     """The smallest power of two >= ``n`` (at least 1)."""
     p = 1
@@ -207,7 +225,7 @@ def _pow2_at_least(n):
     return p
 
 
-@njit(cache=True)
+@_helper
 def _tree_set(tree, leaves, i, v):
     """Set leaf ``i`` of the min-tree ``tree`` (``leaves`` leaves, a power of two; node ``j`` holds
     the minimum of nodes ``2j`` and ``2j+1``, the root is node 1) to ``v`` and update its
@@ -225,7 +243,7 @@ def _tree_set(tree, leaves, i, v):
         j >>= 1
 
 
-@njit(cache=True)
+@_helper
 def _tree_first_le(tree, leaves, start, t):
     """The smallest leaf index ``>= start`` whose value is ``<= t``, or -1 (O(log leaves)): from
     leaf ``start`` climb while the node is a right child, step to the right sibling, and descend
@@ -247,7 +265,7 @@ def _tree_first_le(tree, leaves, start, t):
         i += 1
 
 
-@njit(cache=True)
+@_helper
 def _depbar_wait(bs, bsc, bq, bqc, bqn, slot, db):
     """``DEPBAR.LE SBb, N`` (``db = b + 8 N``): when it may issue, with the split and causes of the
     result it waits for: the latest for N = 0 (none outstanding), else the (N+1)-th latest of the
@@ -267,7 +285,7 @@ def _depbar_wait(bs, bsc, bq, bqc, bqn, slot, db):
     return -1.0, -1.0, np.int64(0), np.int64(0)
 
 
-@njit(cache=True)
+@_helper
 def _bar_write(bs, bsc, bq, bqc, bqn, slot, b, rt, rb, c1, c2, ring):
     """Dependency barrier ``b`` of the slot counts one more result, ready at ``rt`` (split ``rb``,
     causes ``c1``/``c2``): ``bs``/``bsc`` keep the latest (a wait for zero outstanding), the ring
@@ -304,7 +322,7 @@ SF_OCC, SF_LAT, SF_MEMLAT, SF_FREE, SF_SAME = range(5)
 FW = 8                      # row width of the float table
 
 
-@njit(cache=True)
+@_helper
 def _pack_static(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_lat, s_store, s_barrier,
                  s_depcause, s_dst, s_src, s_ctrl, s_stall, s_yield, s_wbar, s_rbar, s_wait, s_depbar, s_async,
                  u_count, u_per_sm, depmodel, pipe_limited, can_fast, issue_interval, sw_same, sw_bar):
@@ -373,7 +391,7 @@ def _pack_static(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_me
     return sx, sf
 
 
-@njit(cache=True)
+@_helper
 def _waited_on(sli, slf, uf, heap, sch_list, sch_n, g, nxt, policy, S, spsm, L, pipe, sw_units):
     """The static instruction that scheduler ``g`` waits on until ``nxt`` (its binding wait), for the
     instruction view, which charges the SM's stall cycles to it (``REC_PCS``; looked up only then,
@@ -410,6 +428,676 @@ def _waited_on(sli, slf, uf, heap, sch_list, sch_n, g, nxt, policy, S, spsm, L, 
     return best
 
 
+# The tables the loop's helpers share, in named tuples built once per run:
+#   Warps:  the per-slot tables (slot state and scoreboards);
+#   Scheds: the per-scheduler tables and warp lists;
+#   Static: the packed static tables and the run's switches that t_dep depends on;
+#   Blocks: the grid (warp contexts, blocks, each SM's block list) and the launch state.
+Warps = namedtuple("Warps", ("sli", "slf", "rs", "rsc", "bs", "bsc", "bq", "bqc", "bqn"))
+Scheds = namedtuple("Scheds", ("scf", "sci", "lbo", "sch_list", "sch_n"))
+Static = namedtuple("Static", ("sx", "sf", "has_bar", "sw_deps", "has_async", "S", "U"))
+Blocks = namedtuple("Blocks", ("c_start", "c_end", "r_sidx", "b_ctx_start", "sm_blocks_start", "sm_blocks",
+                               "ctx_slot", "sm_next", "sm_res", "q_next", "age", "blk_live", "blk_arrived",
+                               "blk_bar", "sm_end", "counters"))
+
+
+@_hot
+def _compute_tdep(w, st, slot):
+    """t_dep of the slot's current instruction and its binding cause."""
+    sli, slf, rs, rsc, bs, bsc = w.sli, w.slf, w.rs, w.rsc, w.bs, w.bsc
+    sx, sf = st.sx, st.sf
+    s = _nonneg(sli[slot, SLI_SIDX])
+    x = _nonneg(s * XW)
+    t0 = slf[slot, SLF_SAME]
+    c1 = sli[slot, SLI_SAMEC]
+    c2 = c1
+    sp = t0
+    if st.has_bar and slf[slot, SLF_BAR] > t0:
+        t0 = slf[slot, SLF_BAR]
+        c1 = BARRIER
+        c2 = BARRIER
+        sp = t0
+    if st.sw_deps:
+        if sx[x + X_CC] == 0:
+            for k in range(sx[x + X_NSRC]):
+                r = _nonneg(sx[x + X_SRC + k])
+                if rs[slot, r, RS_T] > t0:
+                    t0 = rs[slot, r, RS_T]
+                    sp = rs[slot, r, RS_B]
+                    c1 = rsc[slot, r, RC_C1]
+                    c2 = rsc[slot, r, RC_C2]
+            # write-after-write: the new result must not land before the pending one
+            lx = sf[s * FW + SF_LAT]
+            for k in range(sx[x + X_NWAW]):
+                r = _nonneg(sx[x + X_WAW + k])
+                if rs[slot, r, RS_T] - lx > t0:
+                    t0 = rs[slot, r, RS_T] - lx
+                    sp = rs[slot, r, RS_B] - lx
+                    c1 = rsc[slot, r, RC_C1]
+                    c2 = rsc[slot, r, RC_C2]
+        else:
+            wm = sx[x + X_WAIT]
+            for b in range(NSB):
+                if (wm >> b) & 1 and bs[slot, b, RS_T] > t0:
+                    t0 = bs[slot, b, RS_T]
+                    sp = bs[slot, b, RS_B]
+                    c1 = bsc[slot, b, RC_C1]
+                    c2 = bsc[slot, b, RC_C2]
+        db = sx[x + X_DEPBAR] if st.has_async else -1
+        if db >= 0:
+            bt, bsp, b1, b2 = _depbar_wait(bs, bsc, w.bq, w.bqc, w.bqn, slot, db)
+            if bt > t0:
+                t0 = bt
+                sp = bsp
+                c1 = b1
+                c2 = b2
+    slf[slot, SLF_TDEP] = t0
+    sli[slot, SLI_C1] = c1
+    sli[slot, SLI_C2] = c2
+    slf[slot, SLF_SPLIT] = sp
+    u = sx[x + X_UNIT]
+    grp = sli[slot, SLI_SM] * st.S if sx[x + X_UPSM] != 0 else sli[slot, SLI_G]
+    sli[slot, SLI_UOFF] = grp * st.U + u
+    sli[slot, SLI_UCNT] = sx[x + X_UCNT]
+    sli[slot, SLI_GMEM] = sx[x + X_GMEM]
+
+
+@_hot
+def _note_ready(w, sc, slot):
+    """Lower the slot's scheduler wake-up time to the slot's t_dep."""
+    sli, slf = w.sli, w.slf
+    scf, sci, lbo = sc.scf, sc.sci, sc.lbo
+    g = _nonneg(sli[slot, SLI_G])
+    if slf[slot, SLF_TDEP] < lbo[g]:
+        lbo[g] = slf[slot, SLF_TDEP]
+    if slf[slot, SLF_TDEP] < scf[g, SCF_NEXT]:
+        scf[g, SCF_NEXT] = slf[slot, SLF_TDEP]
+        sci[g, SCI_C1] = sli[slot, SLI_C1]
+        sci[g, SCI_C2] = sli[slot, SLI_C2]
+        scf[g, SCF_SPLIT] = slf[slot, SLF_SPLIT]
+
+
+@_hot
+def _sm_wake(scf, tree, leaves, S, sm):
+    """Earliest wake-up among the SM's schedulers, written into the min-tree."""
+    m = scf[sm * S, SCF_NEXT]
+    for k in range(1, S):
+        if scf[sm * S + k, SCF_NEXT] < m:
+            m = scf[sm * S + k, SCF_NEXT]
+    _tree_set(tree, leaves, sm, m)
+
+
+@_hot
+def _earliest_copy(sli, uf, slot):
+    """The earliest-free copy of the unit the slot's next instruction needs: its copy index
+    (first on ties) and free time."""
+    off = _nonneg(sli[slot, SLI_UOFF])
+    bc = 0
+    m = uf[off, 0]
+    for cc in range(1, sli[slot, SLI_UCNT]):
+        if uf[off, cc] < m:
+            m = uf[off, cc]
+            bc = cc
+    return _nonneg(bc), m
+
+
+@_hot
+def _ready_of(sli, slf, uf, heap, pp, sw_units, slot):
+    """Earliest cycle the slot's instruction may issue (t_dep, unit copy, memory-pipeline slot
+    ``heap[pp]``) and the binding shared resource (0: t_dep binds), as the scan evaluates a warp."""
+    r = slf[slot, SLF_TDEP]
+    bind = 0
+    if sw_units:
+        m = _earliest_copy(sli, uf, slot)[1]
+        if m > r:
+            r = m
+            bind = UNIT_BUSY
+    if sli[slot, SLI_GMEM] and heap[pp, 0] > r:
+        r = heap[pp, 0]
+        bind = MEM_PIPE
+    return r, bind
+
+
+@_hot
+def _replay_next(order_in, r_ctx, ctx_slot, sli, parked, scf, g_sm, tree, leaves, S, ptr, now):
+    """Make the order's event ``ptr`` the one that may issue next; a scheduler parked while
+    waiting for the order is scanned again from ``now`` (next cycle when this sweep has passed
+    it). Returns the event's slot, or -1 when its warp is not resident at that row."""
+    row = order_in[ptr]
+    c = r_ctx[row]
+    slot = ctx_slot[c]
+    if slot < 0 or sli[slot, SLI_CTX] != c or sli[slot, SLI_ROW] != row:
+        return -1
+    g = _nonneg(sli[slot, SLI_G])
+    if parked[g]:
+        parked[g] = False
+        scf[g, SCF_NEXT] = now
+        _sm_wake(scf, tree, leaves, S, g_sm[g])
+    return slot
+
+
+@_cold
+def _launch_blocks(w, sc, st, bl, sm, t0, most, resident, deal, q_end, spsm):
+    """Launch up to ``most`` blocks on ``sm`` until its resident-block limit (occupancy) or
+    the blocks it may take are exhausted (its own list, or with dynamic dealing the grid-wide
+    queue): each warp of a block takes the lowest free slot of the SM, becomes eligible at
+    ``t0`` (kernel start, or the launch latency after a block retires) with a clean scoreboard,
+    and joins its scheduler's list. Returns 2 when no slot is free (inconsistent occupancy),
+    else 0."""
+    sli, slf = w.sli, w.slf
+    sch_list, sch_n = sc.sch_list, sc.sch_n
+    sm_res, sm_next, q_next, b_ctx_start = bl.sm_res, bl.sm_next, bl.q_next, bl.b_ctx_start
+    n_launched = 0
+    while sm_res[sm] < resident and n_launched < most:
+        if deal:
+            if q_next[0] >= q_end:
+                break
+            b = bl.sm_blocks[q_next[0]]
+            q_next[0] += 1
+        else:
+            if sm_next[sm] >= bl.sm_blocks_start[sm + 1]:
+                break
+            b = bl.sm_blocks[sm_next[sm]]
+            sm_next[sm] += 1
+        n_launched += 1
+        sm_res[sm] += 1
+        bl.sm_end[sm, 1] += 1.0
+        bl.counters[C_BLOCKS] += 1
+        bl.blk_live[b] = b_ctx_start[b + 1] - b_ctx_start[b]
+        bl.blk_arrived[b] = 0
+        for c in range(b_ctx_start[b], b_ctx_start[b + 1]):
+            slot = -1
+            for loc in range(spsm):
+                if sli[sm * spsm + loc, SLI_CTX] < 0:
+                    slot = sm * spsm + loc
+                    break
+            if slot < 0:
+                return 2
+            bl.ctx_slot[c] = slot
+            sli[slot, SLI_CTX] = c
+            sli[slot, SLI_ROW] = bl.c_start[c]
+            sli[slot, SLI_END] = bl.c_end[c]
+            sli[slot, SLI_SIDX] = bl.r_sidx[bl.c_start[c]]
+            slf[slot, SLF_SAME] = t0
+            sli[slot, SLI_SAMEC] = NO_WARP
+            slf[slot, SLF_BAR] = 0.0
+            sli[slot, SLI_AGE] = bl.age[0]
+            bl.age[0] += 1
+            sli[slot, SLI_YIELD] = 1
+            slf[slot, SLF_SINCE] = t0
+            sli[slot, SLI_BLOCK] = b
+            w.rs[slot, :, :] = 0.0
+            w.bs[slot, :, :] = 0.0
+            w.rsc[slot, :, :] = 0
+            w.bsc[slot, :, :] = 0
+            w.bqn[slot, :] = 0
+            w.bq[slot, NSB, 0, RS_T] = 0.0
+            _compute_tdep(w, st, slot)
+            _note_ready(w, sc, slot)
+            g2 = sli[slot, SLI_G]
+            sch_list[g2, sch_n[g2]] = slot
+            sch_n[g2] += 1
+    return 0
+
+
+@_cold
+def _release(w, sc, st, bl, blk, rel):
+    """All warps of ``blk`` have arrived at the barrier: the waiting ones may go on at ``rel``."""
+    bl.blk_arrived[blk] = 0
+    bl.blk_bar[blk, 0] = 0.0
+    bl.blk_bar[blk, 1] = 0.0
+    bl.counters[C_BARS] += 1
+    for c in range(bl.b_ctx_start[blk], bl.b_ctx_start[blk + 1]):
+        slot = bl.ctx_slot[c]
+        if slot >= 0 and w.sli[slot, SLI_CTX] == c and w.slf[slot, SLF_BAR] >= INF:
+            w.slf[slot, SLF_BAR] = rel
+            _compute_tdep(w, st, slot)
+            _note_ready(w, sc, slot)
+
+
+# The global-memory path of an issue, and the tables it reads and writes (built once per run):
+#   Tx:        the trace's transactions (per row: first transaction, minimum count and bytes; per
+#              transaction: address, bytes, DRAM channel);
+#   MemConfig: the memory system's geometry, latencies and switches;
+#   Memory:    its state (built by _new_memory).
+Tx = namedtuple("Tx", ("r_tx_start", "r_tx_min", "r_tx_min_bytes", "tx_addr", "tx_bytes", "tx_chan"))
+MemConfig = namedtuple("MemConfig", ("sw_coal", "sw_l1", "sw_l2", "sw_bw", "sw_skew", "has_l1", "has_l2", "l1_shape",
+                                     "l2_shape", "channels", "n_parts", "part_bytes", "n_slices", "slices_pp",
+                                     "slices_pc", "slice_line", "slice_spb", "mshr", "mshr_line", "spp", "pipe_slots",
+                                     "pipe_limited", "l1_lat", "l2_lat", "l2_far_lat", "dram_lat", "spb", "record"))
+
+
+@_helper
+def _mem_config(ipar, fpar):
+    """The memory system's parameters (:class:`MemConfig`) from the engine input's tables."""
+    l1_sets, l1_assoc, l1_line, l1_sector = ipar[I_L1_SETS], ipar[I_L1_ASSOC], ipar[I_L1_LINE], ipar[I_L1_SECTOR]
+    l2_sets, l2_assoc, l2_line, l2_sector = ipar[I_L2_SETS], ipar[I_L2_ASSOC], ipar[I_L2_LINE], ipar[I_L2_SECTOR]
+    mshr = ipar[I_MSHR]
+    # MSHR mode: outstanding L1 misses per SM, counted per cache line (MSHR entries), instead of
+    # TEG's C_mem instruction slots per memory pipeline
+    pipe_slots = ipar[I_PIPE_SLOTS] if mshr == 0 else mshr
+    n_parts = max(ipar[I_L2_PARTS], 1)
+    n_slices = ipar[I_L2_SLICES]
+    # each partition's cache indexes its sets without the home-partition bits (powers of two)
+    skip_at = _log2(max(ipar[I_L2_PART_BYTES], 1) // max(l2_line, 1)) if n_parts > 1 else -1
+    skip_bits = _log2(n_parts) if skip_at >= 0 else -1
+    return MemConfig(
+        ipar[I_SW_COAL] != 0, ipar[I_SW_L1] != 0, ipar[I_SW_L2] != 0, ipar[I_SW_BW] != 0, ipar[I_SW_SKEW] != 0,
+        l1_sets > 0, l2_sets > 0,
+        cache_shape(max(l1_sets, 1), l1_assoc, l1_line, l1_sector),
+        cache_shape(max(l2_sets, 1), l2_assoc, l2_line, l2_sector, max(skip_at, 0), max(skip_bits, 0)),
+        max(ipar[I_CHANNELS], 1), n_parts, max(ipar[I_L2_PART_BYTES], 1), n_slices,
+        max(n_slices // n_parts, 1),
+        max(n_slices // max(ipar[I_CHANNELS], 1), 1),          # slices per DRAM channel
+        l2_line if l2_line > 0 else 128, fpar[F_L2_SLICE_SPB],
+        mshr, l1_line if l1_line > 0 else (l2_line if l2_line > 0 else 128),
+        max(ipar[I_SMS_PER_PIPE], 1) if mshr == 0 else 1, pipe_slots, pipe_slots > 0,
+        fpar[F_L1_LAT], fpar[F_L2_LAT], fpar[F_L2_FAR_LAT], fpar[F_DRAM_LAT], fpar[F_SERVICE_PER_BYTE],
+        (ipar[I_TIMELINE] & REC_ROWS) != 0)
+
+
+@_hot
+def _global_access(mem, mc, tx, counters, tx_rec, t, row, sm, pp, store, depcause):
+    """The global access of row ``row``, issued at ``t`` on ``sm`` (memory pipeline ``pp``; ``store``
+    and ``depcause`` its instruction's X_STORE and X_DEPCAUSE): each transaction through L1, an
+    MSHR entry or memory-pipeline slot, its L2 slice, the L2 and a DRAM channel. Returns
+    ``(done, base, c1, c2)``: when its last result is back, the same without queueing (the
+    split), and the causes a consumer waiting on it is charged."""
+    heap, pipe_n, chan_free, chan_scale = mem.heap, mem.pipe_n, mem.chan_free, mem.chan_scale
+    l1_state, l1_ready, l2_state, l2_ready = mem.l1_state, mem.l1_ready, mem.l2_state, mem.l2_ready
+    slice_free = mem.slice_free
+    r_tx_start, tx_addr, tx_bytes, tx_chan = tx.r_tx_start, tx.tx_addr, tx.tx_bytes, tx.tx_chan
+    sw_coal, sw_l1, sw_l2, sw_bw = mc.sw_coal, mc.sw_l1, mc.sw_l2, mc.sw_bw
+    has_l1, has_l2, l1_shape, l2_shape = mc.has_l1, mc.has_l2, mc.l1_shape, mc.l2_shape
+    n_parts, part_bytes, mshr, mshr_line = mc.n_parts, mc.part_bytes, mc.mshr, mc.mshr_line
+    n_slices, slices_pp, slices_pc = mc.n_slices, mc.slices_pp, mc.slices_pc
+    slice_line, slice_spb = mc.slice_line, mc.slice_spb
+    l1_lat, l2_lat, l2_far_lat, dram_lat, spb = mc.l1_lat, mc.l2_lat, mc.l2_far_lat, mc.dram_lat, mc.spb
+    k0 = _nonneg(r_tx_start[row])
+    ntx = r_tx_start[row + 1] - k0
+    kp = k0 + PREFETCH_TX
+    if kp < tx_addr.shape[0]:
+        _prefetch(tx_addr, kp)
+        _prefetch(tx_bytes, kp)
+        _prefetch(tx_chan, kp)
+    nb_each = 0.0
+    if not sw_coal:
+        ntx = _min2(ntx, tx.r_tx_min[row])
+        if ntx > 0:
+            nb_each = tx.r_tx_min_bytes[row] / ntx
+    counters[C_G_ACC] += 1
+    counters[C_TX] += ntx
+    is_store = store != 0
+    is_write = store == 2
+    c1 = depcause
+    c2 = CHANNEL_QUEUE
+    if ntx == 0:                  # no active lane: nothing to fetch
+        done = t + 1.0
+        base = done
+    else:
+        done = t
+        base = t
+    missed = False
+    beyond_l1 = False
+    best_extra = 0.0
+    near = mem.sm_part[sm]
+    line = -1               # cache line of the open MSHR entry (MSHR mode)
+    line_done = 0.0
+    mshr_free = t
+    for j in range(k0, r_tx_start[row + 1]):
+        addr = tx_addr[j]
+        # The caches always evolve as with every mechanism on: a removed mechanism
+        # (perfect L1/L2, perfect coalescing) changes what an access costs, never which
+        # sectors the caches hold, so it cannot turn a later hit into a miss.
+        # (each access also returns its line's ready time: a hit on a line whose fill
+        # is still on its way merges with that miss and completes no earlier)
+        l1_hit = False
+        l1_row = -1
+        l1_rt = -1.0
+        if has_l1 and not is_store:
+            l1_hit, l1_row, l1_rt = cache_access_timed(l1_state, l1_ready, sm, l1_shape, addr)
+        # L2: the near partition first (it may hold a copy of a far line); a miss there
+        # looks up the address's home partition, which fills on a miss, and the near
+        # partition keeps a copy either way (near/far partitions, docs/model.md §3)
+        l2_hit = False
+        near_hit = False
+        far = False
+        serve = near
+        l2_row = -1
+        h_row = -1
+        l2_rt = -1.0
+        if has_l2 and not l1_hit:
+            l2_hit, l2_row, l2_rt = cache_access_timed(l2_state, l2_ready, near, l2_shape, addr)
+            near_hit = l2_hit
+            if n_parts > 1:
+                home = (addr // part_bytes) % n_parts
+                if home != near and not l2_hit:
+                    far = True
+                    serve = home
+                    l2_hit, h_row, l2_rt = cache_access_timed(l2_state, l2_ready, home, l2_shape, addr)
+        if j >= k0 + ntx:
+            continue        # perfect coalescing: surplus transactions cost nothing
+        nb = float(tx_bytes[j]) if sw_coal else nb_each
+        if has_l1 and not is_store:
+            if l1_hit or not sw_l1:
+                counters[C_L1H] += 1
+                d = t + l1_lat
+                if sw_l1 and l1_rt > d:
+                    d = l1_rt       # the line's fill is still on its way
+                    missed = True
+                if d > done:
+                    done = d
+                if d > base:
+                    base = d
+                continue
+            counters[C_L1M] += 1
+            missed = True
+        beyond_l1 = True
+        # MSHR mode: each cache line past L1 holds one of the SM's entries until its
+        # last sector is back; its requests leave when an entry is free
+        s_req = t
+        if mshr > 0:
+            ln = addr // mshr_line
+            if ln != line:
+                if line >= 0:
+                    _heap_replace_top(heap, pp, pipe_n[pp], line_done)
+                line = ln
+                line_done = t
+                mshr_free = heap[pp, 0]
+            if mshr_free > s_req:
+                s_req = mshr_free
+        qw = s_req - t          # waiting for an MSHR entry
+        qc = MEM_PIPE
+        # the L2 slice that serves the request (bandwidth per slice)
+        if n_slices > 0:
+            # the slices sit in front of the DRAM channels (two or more per channel):
+            # the channel hash spreads strided patterns over them, the line's low
+            # bits pick one of its channel's slices
+            sl = serve * slices_pp + (tx_chan[j] * slices_pc + (addr // slice_line) % slices_pc) % slices_pp
+            s1 = s_req
+            if slice_free[sl] > s1:
+                s1 = slice_free[sl]
+            if sw_bw:
+                slice_free[sl] = s1 + nb * slice_spb
+                if far:
+                    # the far line is copied into the near partition (GTC21): the copy's fill takes
+                    # the near partition's slice of the same index as long
+                    sn = near * slices_pp + (sl - serve * slices_pp)
+                    slice_free[sn] = _max2(slice_free[sn], s1) + nb * slice_spb
+            if s1 - s_req > 0.0:
+                qc = L2_QUEUE if s1 - s_req >= qw else qc
+            if mc.record:
+                record_level(tx_rec, j, TX_SLICE, sl, s_req, s1, _max2(slice_free[sl], s1))
+            s_req = s1
+        to_dram = True
+        if has_l2:
+            if l2_hit or not sw_l2:
+                counters[C_L2H] += 1
+                d = s_req + (l2_far_lat if far and sw_l2 else l2_lat)
+                if sw_l2 and l2_rt > d:
+                    d = l2_rt       # the line's fill is still on its way
+                    missed = True
+                to_dram = False
+            else:
+                counters[C_L2M] += 1
+                missed = True
+        cq = s_req - t
+        if to_dram:
+            # every transaction keeps its own channel and FIFO position; without
+            # channel skew an overloaded channel serves at the average load's pace
+            ch = _nonneg(tx_chan[j])
+            s0 = s_req
+            if chan_free[ch] > s0:
+                s0 = chan_free[ch]
+                qc = CHANNEL_QUEUE if s0 - s_req >= s_req - t else qc
+            cq = s0 - t
+            if sw_bw:
+                chan_free[ch] = s0 + nb * spb * chan_scale[ch]
+            if mc.record:
+                record_level(tx_rec, j, TX_CHAN, ch, s_req, s0, _max2(chan_free[ch], s0))
+            if is_write and has_l2:
+                # the L2 is write-back: a write is acknowledged by its L2 slice once the
+                # channel can take the write-back (no DRAM round trip for the ack)
+                d = s_req + (l2_far_lat if far else l2_lat)
+                if s0 > d:
+                    d = s0
+            else:
+                # a far home partition adds its extra crossbar latency to the DRAM trip
+                d = s0 + dram_lat + (l2_far_lat - l2_lat if far else 0.0)
+            counters[C_DRAM] += 1
+            counters[C_DRAM_B] += np.int64(nb)
+            counters[C_CHW] += np.int64(s0 - s_req)
+        # the lines this access brought in are there at d
+        if l1_row >= 0:
+            l1_ready[l1_row, 0] = d
+        if l2_row >= 0 and not near_hit:
+            l2_ready[l2_row, 0] = d
+        if h_row >= 0 and not l2_hit:
+            l2_ready[h_row, 0] = d
+        if d > done:
+            done = d
+        if d - cq > base:
+            base = d - cq
+        if cq > best_extra:
+            best_extra = cq
+            c2 = qc
+        if mshr > 0 and d > line_done:
+            line_done = d
+    if mshr > 0 and line >= 0:
+        _heap_replace_top(heap, pp, pipe_n[pp], line_done)
+    # C_mem: the instruction holds one memory-pipeline slot until its last transaction is back
+    if mc.pipe_limited and beyond_l1 and mshr == 0:
+        _heap_replace_top(heap, pp, pipe_n[pp], done)
+    if missed:
+        c1 = CACHE_MISS if (has_l1 or has_l2) else depcause
+    return done, base, c1, c2
+
+
+# ---- per-run set-up: allocation and initialisation of the loop's tables, in functions of their
+# own (run once per call, so nothing is lost by not inlining them; ``simulate`` itself stays small
+# enough for numba's front end, whose cost grows faster than a function's length)
+Memory = namedtuple("Memory", ("heap", "pipe_n", "chan_free", "chan_scale", "l1_state", "l1_ready", "l2_state",
+                               "l2_ready", "sm_part", "slice_free"))
+
+
+@_helper
+def _slots_per_sm(ipar, b_ctx_start, sm_blocks_start):
+    """The warp slots an SM can ever hold: at most min(resident, blocks) blocks of the largest
+    block's warps live at once and a launching warp takes the lowest free slot, so slots past that
+    count stay empty: leaving them out changes no result and shrinks the per-slot state (a small
+    kernel on a whole GPU would otherwise allocate every SM's 64 slots of scoreboard)."""
+    spsm = ipar[I_SLOTS]
+    resident = ipar[I_RESIDENT]
+    wpb_max = 1
+    for b in range(b_ctx_start.shape[0] - 1):
+        if b_ctx_start[b + 1] - b_ctx_start[b] > wpb_max:
+            wpb_max = b_ctx_start[b + 1] - b_ctx_start[b]
+    live = min(resident, b_ctx_start.shape[0] - 1)        # blocks an SM can hold at once
+    if ipar[I_DEAL] != 0:
+        # dealt breadth-first: a grid that fits in one wave gives each SM ceil(B / SMs) blocks
+        n_b = b_ctx_start.shape[0] - 1
+        if n_b <= ipar[I_SMS] * resident:
+            live = min(live, (n_b + ipar[I_SMS] - 1) // ipar[I_SMS])
+    else:
+        longest = 0                                          # static lists: the longest one
+        for sm in range(ipar[I_SMS]):
+            longest = max(longest, sm_blocks_start[sm + 1] - sm_blocks_start[sm])
+        live = min(live, longest)
+    if live * wpb_max < spsm:
+        spsm = max(1, live * wpb_max)
+    return spsm
+
+
+@_helper
+def _table_sizes(u_count, s_dst, s_src):
+    """Copies of the most replicated unit (the unit table's row width) and the registers the
+    instructions name (the scoreboard's rows per slot)."""
+    maxc = 1
+    for u in range(u_count.shape[0]):
+        if u_count[u] > maxc:
+            maxc = u_count[u]
+    nreg = 1
+    for i in range(s_dst.shape[0]):
+        for k in range(s_dst.shape[1]):
+            if s_dst[i, k] + 1 > nreg:
+                nreg = s_dst[i, k] + 1
+        for k in range(s_src.shape[1]):
+            if s_src[i, k] + 1 > nreg:
+                nreg = s_src[i, k] + 1
+    return maxc, nreg
+
+
+@_helper
+def _kernel_uses(s_barrier, s_async, s_depbar, sw_bar):
+    """Whether the kernel has a BAR that waits (else the loop skips the barrier checks) and any
+    cp.async copy, commit or DEPBAR (else it skips their checks and keeps no barrier ring)."""
+    has_bar = False
+    has_async = False
+    for i in range(s_barrier.shape[0]):
+        if s_barrier[i] != 0 and sw_bar:
+            has_bar = True
+    for i in range(s_async.shape[0]):
+        if s_async[i] != 0 or s_depbar[i] >= 0:
+            has_async = True
+    return has_bar, has_async
+
+
+@_helper
+def _new_warps(n_sms, spsm, S, nreg, has_async):
+    """The warp-slot tables (:class:`Warps`), every slot free, with its fixed SM / scheduler /
+    list-position maps (so the hot loop needs no integer division)."""
+    n_slots = n_sms * spsm
+    # one float and one int table, a row per slot
+    slf = np.zeros((n_slots, NUM_SLF), np.float64)
+    sli = np.zeros((n_slots, NUM_SLI), np.int64)
+    sli[:, SLI_CTX] = -1
+    sli[:, SLI_YIELD] = 1
+    sli[:, SLI_UCNT] = 1
+    for slot in range(n_slots):
+        sli[slot, SLI_SM] = slot // spsm
+        sli[slot, SLI_G] = sli[slot, SLI_SM] * S + (slot % spsm) % S
+        sli[slot, SLI_K] = (slot % spsm) // S
+    # scoreboard: registers and dependency barriers (see RS_*)
+    rs = np.zeros((n_slots, nreg, 2), np.float64)
+    bs = np.zeros((n_slots, NSB, 2), np.float64)
+    rsc = np.zeros((n_slots, nreg, 2), np.int64)
+    bsc = np.zeros((n_slots, NSB, 2), np.int64)
+    # counted barriers: ``bq[slot, b, e, RS_*]`` / ``bqc`` (as bs/bsc) a ring of barrier b's last
+    # NQ results, ``bqn[slot, b]`` its results so far; at b = NSB, e = 0 the slot's open cp.async
+    # group (its latest copy result so far). The ring is read and written only when has_async
+    # (_bar_write's ``ring``): one entry otherwise (e = 0 still holds the open group, reset at launch)
+    bq = np.zeros((n_slots, NSB + 1, NQ if has_async else 1, 2), np.float64)
+    bqc = np.zeros((n_slots, NSB + 1, NQ if has_async else 1, 2), np.int64)
+    bqn = np.zeros((n_slots, NSB), np.int64)
+    return Warps(sli, slf, rs, rsc, bs, bsc, bq, bqc, bqn)
+
+
+@_helper
+def _new_scheds(G, L):
+    """The scheduler tables (:class:`Scheds`): nothing to wake for, no warps."""
+    scf = np.zeros((G, NUM_SCF), np.float64)
+    sci = np.zeros((G, NUM_SCI), np.int64)
+    scf[:, SCF_NEXT] = INF
+    scf[:, SCF_SPLIT] = INF
+    sci[:, SCI_C1] = NO_WARP
+    sci[:, SCI_C2] = NO_WARP
+    sci[:, SCI_RR] = L - 1
+    sci[:, SCI_GREEDY] = -1
+    sch_list = np.full((G, L), -1, np.int64)   # each scheduler's warp slots, oldest first (GTO order)
+    # GTO: a lower bound on the ready time of every warp of the scheduler but its greedy one (-INF:
+    # unknown). A warp's ready time never falls while it does not issue (its t_dep is fixed, unit
+    # and pipeline-slot free times only grow), so a scan's minimum stays a bound until the greedy
+    # warp changes or a warp is launched or released.
+    lbo = np.full(G, -INF, np.float64)
+    sch_n = np.zeros(G, np.int64)
+    return Scheds(scf, sci, lbo, sch_list, sch_n)
+
+
+@_helper
+def _index_maps(n_sms, S, spp):
+    """Each scheduler's SM and index in it, each SM's memory pipeline."""
+    G = n_sms * S
+    g_sm = np.empty(G, np.int64)
+    g_sch = np.empty(G, np.int64)
+    for g in range(G):
+        g_sm[g] = g // S
+        g_sch[g] = g % S
+    sm_pipe = np.empty(n_sms, np.int64)
+    for sm in range(n_sms):
+        sm_pipe[sm] = sm // spp
+    return g_sm, g_sch, sm_pipe
+
+
+@_helper
+def _new_memory(mc, n_sms, tx_chan):
+    """The memory system's state (:class:`Memory`), empty: the memory pipelines' slot heaps (and
+    slots per pipeline), DRAM channels, L1s and L2 partitions with their lines' ready times, each
+    SM's near L2 partition, the L2 slices."""
+    spp, pipe_slots, channels, n_parts = mc.spp, mc.pipe_slots, mc.channels, mc.n_parts
+    n_pipes = (n_sms + spp - 1) // spp
+    pipe_n = np.zeros(n_pipes, np.int64)
+    maxslots = 1
+    if pipe_slots > 0:
+        for p in range(n_pipes):
+            in_pipe = min(spp, n_sms - p * spp)
+            pipe_n[p] = max(1, (pipe_slots * in_pipe) // spp)
+            if pipe_n[p] > maxslots:
+                maxslots = pipe_n[p]
+    heap = np.zeros((n_pipes, maxslots), np.float64)
+    chan_free = np.zeros(channels, np.float64)
+    # channel skew removed: each channel's service time scaled to the average load (balance_scale)
+    if mc.sw_skew:
+        chan_scale = np.ones(channels, np.float64)
+    else:
+        chan_scale = balance_scale(tx_chan, channels)
+    l1_state = cache_new(n_sms, mc.l1_shape)
+    # per way, the cycle its line's data is there (a hit on a line still being filled waits for it)
+    l1_ready = np.zeros(l1_state.shape, np.float64)
+    # L2: one cache per partition (its geometry is one partition's); each SM has a near partition
+    # (SMs split evenly in index order), each address a home partition (interleave part_bytes)
+    l2_state = cache_new(n_parts, mc.l2_shape)
+    l2_ready = np.zeros(l2_state.shape, np.float64)
+    sm_part = np.empty(n_sms, np.int64)
+    for sm in range(n_sms):
+        sm_part[sm] = (sm * n_parts) // n_sms
+    slice_free = np.zeros(max(mc.n_slices, 1), np.float64)
+    return Memory(heap, pipe_n, chan_free, chan_scale, l1_state, l1_ready, l2_state, l2_ready, sm_part, slice_free)
+
+
+@_helper
+def _new_grid(n_sms, c_start, c_end, r_sidx, b_ctx_start, sm_blocks_start, sm_blocks, sm_end, counters):
+    """The grid and its launch state (:class:`Blocks`): no block launched, no warp in a slot."""
+    B = b_ctx_start.shape[0] - 1
+    ctx_slot = np.full(c_start.shape[0], -1, np.int64)
+    blk_live = np.zeros(B, np.int64)
+    blk_arrived = np.zeros(B, np.int64)
+    # the current barrier episode of each block: latest (arrival + its BAR latency), largest BAR
+    # latency among the arrivals
+    blk_bar = np.zeros((B, 2), np.float64)
+    sm_next = np.zeros(n_sms, np.int64)
+    sm_res = np.zeros(n_sms, np.int64)
+    for sm in range(n_sms):
+        sm_next[sm] = sm_blocks_start[sm]
+        sm_end[sm, 0] = 0.0
+        sm_end[sm, 1] = 0.0
+    # dynamic dealing: one queue over sm_blocks[0 : sm_blocks_start[n_sms]] (all SMs' lists)
+    q_next = np.zeros(1, np.int64)
+    age = np.zeros(1, np.int64)   # launch order of warps (GTO's "oldest")
+    return Blocks(c_start, c_end, r_sidx, b_ctx_start, sm_blocks_start, sm_blocks, ctx_slot, sm_next, sm_res, q_next,
+                  age, blk_live, blk_arrived, blk_bar, sm_end, counters)
+
+
+@_helper
+def _row_contexts(c_start, c_end, n_rows):
+    """The warp context of each of the ``n_rows`` first rows (replay: ``n_rows`` = all rows)."""
+    r_ctx = np.zeros(n_rows, np.int64)
+    if n_rows > 0:
+        for c in range(c_start.shape[0]):
+            for rr in range(c_start[c], c_end[c]):
+                r_ctx[rr] = c
+    return r_ctx
+
+
 @njit(cache=True, error_model="numpy")
 def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_lat, s_store, s_barrier,
              s_depcause, s_dst, s_src, s_ctrl, s_stall, s_yield, s_wbar, s_rbar, s_wait, s_depbar, s_async,
@@ -433,215 +1121,61 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
     waits before issue and the charged stall cycles per static instruction)."""
     n_sms = ipar[I_SMS]
     S = ipar[I_SCHED]
-    spsm = ipar[I_SLOTS]
+    spsm = _slots_per_sm(ipar, b_ctx_start, sm_blocks_start)
     resident = ipar[I_RESIDENT]
-    # the slots an SM can ever hold: at most min(resident, blocks) blocks of the largest block's
-    # warps live at once and a launching warp takes the lowest free slot, so slots past that count
-    # stay empty: leaving them out changes no result and shrinks the per-slot state (a small
-    # kernel on a whole GPU would otherwise allocate every SM's 64 slots of scoreboard)
-    wpb_max = 1
-    for b in range(b_ctx_start.shape[0] - 1):
-        if b_ctx_start[b + 1] - b_ctx_start[b] > wpb_max:
-            wpb_max = b_ctx_start[b + 1] - b_ctx_start[b]
-    live = min(resident, b_ctx_start.shape[0] - 1)        # blocks an SM can hold at once
-    if ipar[I_DEAL] != 0:
-        # dealt breadth-first: a grid that fits in one wave gives each SM ceil(B / SMs) blocks
-        n_b = b_ctx_start.shape[0] - 1
-        if n_b <= ipar[I_SMS] * resident:
-            live = min(live, (n_b + ipar[I_SMS] - 1) // ipar[I_SMS])
-    else:
-        longest = 0                                          # static lists: the longest one
-        for sm in range(ipar[I_SMS]):
-            longest = max(longest, sm_blocks_start[sm + 1] - sm_blocks_start[sm])
-        live = min(live, longest)
-    if live * wpb_max < spsm:
-        spsm = max(1, live * wpb_max)
     policy = ipar[I_POLICY]
     depmodel = ipar[I_DEPMODEL]
     sw_bank = ipar[I_SW_BANK] != 0
-    sw_coal = ipar[I_SW_COAL] != 0
-    sw_skew = ipar[I_SW_SKEW] != 0
-    sw_bw = ipar[I_SW_BW] != 0
-    sw_l1 = ipar[I_SW_L1] != 0
-    sw_l2 = ipar[I_SW_L2] != 0
     sw_deps = ipar[I_SW_DEPS] != 0
     sw_units = ipar[I_SW_UNITS] != 0
     sw_same = ipar[I_SW_SAME] != 0
     sw_bar = ipar[I_SW_BAR] != 0
-    l1_sets, l1_assoc, l1_line, l1_sector = ipar[I_L1_SETS], ipar[I_L1_ASSOC], ipar[I_L1_LINE], ipar[I_L1_SECTOR]
-    l2_sets, l2_assoc, l2_line, l2_sector = ipar[I_L2_SETS], ipar[I_L2_ASSOC], ipar[I_L2_LINE], ipar[I_L2_SECTOR]
-    has_l1 = l1_sets > 0
-    has_l2 = l2_sets > 0
-    l1_shape = cache_shape(max(l1_sets, 1), l1_assoc, l1_line, l1_sector)
-    channels = max(ipar[I_CHANNELS], 1)
-    mshr = ipar[I_MSHR]
-    # MSHR mode: outstanding L1 misses per SM, counted per cache line (MSHR entries), instead of
-    # TEG's C_mem instruction slots per memory pipeline
-    spp = max(ipar[I_SMS_PER_PIPE], 1) if mshr == 0 else 1
-    pipe_slots = ipar[I_PIPE_SLOTS] if mshr == 0 else mshr
-    pipe_limited = pipe_slots > 0
-    record = (ipar[I_TIMELINE] & REC_ROWS) != 0
+    mc = _mem_config(ipar, fpar)
     attrib = (ipar[I_TIMELINE] & REC_PCS) != 0
-    rec_any = record or attrib
+    rec_any = mc.record or attrib
     rec_order = order_out.shape[0] > 0
     replay = order_in.shape[0] > 0
     n_order = order_in.shape[0]
     issue_interval = fpar[F_ISSUE_INTERVAL]
-    l1_lat, l2_lat, dram_lat = fpar[F_L1_LAT], fpar[F_L2_LAT], fpar[F_DRAM_LAT]
-    spb = fpar[F_SERVICE_PER_BYTE]
     deal = ipar[I_DEAL] != 0
-    n_parts = max(ipar[I_L2_PARTS], 1)
-    part_bytes = max(ipar[I_L2_PART_BYTES], 1)
-    # each partition's cache indexes its sets without the home-partition bits (powers of two)
-    skip_at = _log2(part_bytes // max(l2_line, 1)) if n_parts > 1 else -1
-    skip_bits = _log2(n_parts) if skip_at >= 0 else -1
-    l2_shape = cache_shape(max(l2_sets, 1), l2_assoc, l2_line, l2_sector, max(skip_at, 0), max(skip_bits, 0))
-    n_slices = ipar[I_L2_SLICES]
-    slices_pp = max(n_slices // n_parts, 1)
-    slices_pc = max(n_slices // max(ipar[I_CHANNELS], 1), 1)     # slices per DRAM channel
-    l2_far_lat = fpar[F_L2_FAR_LAT]
-    slice_spb = fpar[F_L2_SLICE_SPB]
-    mshr_line = l1_line if l1_line > 0 else (l2_line if l2_line > 0 else 128)
-    slice_line = l2_line if l2_line > 0 else 128
     wfc = fpar[F_WAVEFRONT_CYCLES]
     rbar_lat = fpar[F_RBAR_LAT]
     launch_lat = fpar[F_LAUNCH_LAT] if ipar[I_SW_LAUNCH] != 0 else 1.0
 
-    n_slots = n_sms * spsm
     G = n_sms * S
     L = (spsm + S - 1) // S
     C = c_start.shape[0]
-    B = b_ctx_start.shape[0] - 1
     U = u_occ.shape[0]
-    maxc = 1
-    for u in range(U):
-        if u_count[u] > maxc:
-            maxc = u_count[u]
-    ND = s_dst.shape[1]
-    NS = s_src.shape[1]
-    nreg = 1
-    for i in range(s_dst.shape[0]):
-        for k in range(ND):
-            if s_dst[i, k] + 1 > nreg:
-                nreg = s_dst[i, k] + 1
-        for k in range(NS):
-            if s_src[i, k] + 1 > nreg:
-                nreg = s_src[i, k] + 1
-
-    if NS > X_DST - X_SRC or ND > X_NWAW - X_DST:
+    maxc, nreg = _table_sizes(u_count, s_dst, s_src)
+    if s_src.shape[1] > X_DST - X_SRC or s_dst.shape[1] > X_NWAW - X_DST:
         return 4, 0
     sx, sf = _pack_static(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_lat, s_store,
                           s_barrier, s_depcause, s_dst, s_src, s_ctrl, s_stall, s_yield, s_wbar, s_rbar,
-                          s_wait, s_depbar, s_async, u_count, u_per_sm, depmodel, pipe_limited,
+                          s_wait, s_depbar, s_async, u_count, u_per_sm, depmodel, mc.pipe_limited,
                           issue_interval <= 1.0, issue_interval, sw_same, sw_bar)
+    has_bar, has_async = _kernel_uses(s_barrier, s_async, s_depbar, sw_bar)
+    static = Static(sx, sf, has_bar, sw_deps, has_async, S, U)
 
-    # ---- warp-slot state: one float and one int table, a row per slot
-    slf = np.zeros((n_slots, NUM_SLF), np.float64)
-    sli = np.zeros((n_slots, NUM_SLI), np.int64)
-    sli[:, SLI_CTX] = -1
-    sli[:, SLI_YIELD] = 1
-    sli[:, SLI_UCNT] = 1
-    # scoreboard: registers and dependency barriers (see RS_*)
-    rs = np.zeros((n_slots, nreg, 2), np.float64)
-    bs = np.zeros((n_slots, NSB, 2), np.float64)
-    rsc = np.zeros((n_slots, nreg, 2), np.int64)
-    bsc = np.zeros((n_slots, NSB, 2), np.int64)
-    # counted barriers: ``bq[slot, b, e, RS_*]`` / ``bqc`` (as bs/bsc) a ring of barrier b's last
-    # NQ results, ``bqn[slot, b]`` its results so far; at b = NSB, e = 0 the slot's open cp.async
-    # group (its latest copy result so far)
-    has_async = False       # any copy, commit or DEPBAR (else the loop skips their checks)
-    has_bar = False         # any BAR that waits (else the loop skips the barrier checks)
-    for i in range(s_barrier.shape[0]):
-        if s_barrier[i] != 0 and sw_bar:
-            has_bar = True
-    for i in range(s_async.shape[0]):
-        if s_async[i] != 0 or s_depbar[i] >= 0:
-            has_async = True
-    # the ring is read and written only when has_async (_bar_write's ``ring``): one entry otherwise
-    # (e = 0 still holds the slot's open cp.async group, reset at launch)
-    bq = np.zeros((n_slots, NSB + 1, NQ if has_async else 1, 2), np.float64)
-    bqc = np.zeros((n_slots, NSB + 1, NQ if has_async else 1, 2), np.int64)
-    bqn = np.zeros((n_slots, NSB), np.int64)
-    ctx_slot = np.full(C, -1, np.int64)
-    # static index maps, so the hot loop needs no integer division
-    for slot in range(n_slots):
-        sli[slot, SLI_SM] = slot // spsm
-        sli[slot, SLI_G] = sli[slot, SLI_SM] * S + (slot % spsm) % S
-        sli[slot, SLI_K] = (slot % spsm) // S
-    g_sm = np.empty(G, np.int64)
-    g_sch = np.empty(G, np.int64)
-    for g in range(G):
-        g_sm[g] = g // S
-        g_sch[g] = g % S
-    sm_pipe = np.empty(n_sms, np.int64)
-    for sm in range(n_sms):
-        sm_pipe[sm] = sm // spp
-    # ---- schedulers (one float and one int table, a row per scheduler), units, memory
-    scf = np.zeros((G, NUM_SCF), np.float64)
-    sci = np.zeros((G, NUM_SCI), np.int64)
-    scf[:, SCF_NEXT] = INF
-    scf[:, SCF_SPLIT] = INF
-    sci[:, SCI_C1] = NO_WARP
-    sci[:, SCI_C2] = NO_WARP
-    sci[:, SCI_RR] = L - 1
-    sci[:, SCI_GREEDY] = -1
-    sch_list = np.full((G, L), -1, np.int64)   # each scheduler's warp slots, oldest first (GTO order)
-    # GTO: a lower bound on the ready time of every warp of the scheduler but its greedy one (-INF:
-    # unknown). A warp's ready time never falls while it does not issue (its t_dep is fixed, unit
-    # and pipeline-slot free times only grow), so a scan's minimum stays a bound until the greedy
-    # warp changes or a warp is launched or released.
-    lbo = np.full(G, -INF, np.float64)
-    sch_n = np.zeros(G, np.int64)
+    # ---- the loop's tables (Warps, Scheds, Memory, Blocks above say what they hold)
+    warps = _new_warps(n_sms, spsm, S, nreg, has_async)
+    sli, slf, rs, rsc, bs, bsc, bq, bqc, bqn = warps
+    scheds = _new_scheds(G, L)
+    scf, sci, lbo, sch_list, sch_n = scheds
+    g_sm, g_sch, sm_pipe = _index_maps(n_sms, S, mc.spp)
     uf = np.zeros((n_sms * S * U, maxc), np.float64)   # unit copies' free times, a row per (group, unit)
-    n_pipes = (n_sms + spp - 1) // spp
-    pipe_n = np.zeros(n_pipes, np.int64)
-    maxslots = 1
-    if pipe_limited:
-        for p in range(n_pipes):
-            in_pipe = min(spp, n_sms - p * spp)
-            pipe_n[p] = max(1, (pipe_slots * in_pipe) // spp)
-            if pipe_n[p] > maxslots:
-                maxslots = pipe_n[p]
-    heap = np.zeros((n_pipes, maxslots), np.float64)
-    chan_free = np.zeros(channels, np.float64)
-    # channel skew removed: each channel's service time scaled to the average load (balance_scale)
-    if sw_skew:
-        chan_scale = np.ones(channels, np.float64)
-    else:
-        chan_scale = balance_scale(tx_chan, channels)
-    l1_state = cache_new(n_sms, l1_shape)
-    # per way, the cycle its line's data is there (a hit on a line still being filled waits for it)
-    l1_ready = np.zeros(l1_state.shape, np.float64)
-    # L2: one cache per partition (its geometry is one partition's); each SM has a near partition
-    # (SMs split evenly in index order), each address a home partition (interleave part_bytes)
-    l2_state = cache_new(n_parts, l2_shape)
-    l2_ready = np.zeros(l2_state.shape, np.float64)
-    sm_part = np.empty(n_sms, np.int64)
-    for sm in range(n_sms):
-        sm_part[sm] = (sm * n_parts) // n_sms
-    slice_free = np.zeros(max(n_slices, 1), np.float64)
-    # ---- blocks / SMs
-    blk_live = np.zeros(B, np.int64)
-    blk_arrived = np.zeros(B, np.int64)
-    # the current barrier episode of each block: latest (arrival + its BAR latency), largest BAR
-    # latency among the arrivals
-    blk_bar = np.zeros((B, 2), np.float64)
+    memory = _new_memory(mc, n_sms, tx_chan)
+    heap = memory.heap
+    txs = Tx(r_tx_start, r_tx_min, r_tx_min_bytes, tx_addr, tx_bytes, tx_chan)
+    grid = _new_grid(n_sms, c_start, c_end, r_sidx, b_ctx_start, sm_blocks_start, sm_blocks, sm_end, counters)
+    ctx_slot, sm_res, blk_live, blk_arrived = grid.ctx_slot, grid.sm_res, grid.blk_live, grid.blk_arrived
+    blk_bar = grid.blk_bar
+    q_end = sm_blocks_start[n_sms]
     # the latest completion of anything a block issued (loads and stores alike): the block holds
     # its SM's slots until then (a warp exits only when its stores are acknowledged)
-    blk_done = np.zeros(B, np.float64)
-    sm_next = np.zeros(n_sms, np.int64)
-    sm_res = np.zeros(n_sms, np.int64)
-    for sm in range(n_sms):
-        sm_next[sm] = sm_blocks_start[sm]
-        sm_end[sm, 0] = 0.0
-        sm_end[sm, 1] = 0.0
-    # dynamic dealing: one queue over sm_blocks[0 : sm_blocks_start[n_sms]] (all SMs' lists)
-    q_next = np.zeros(1, np.int64)
-    q_end = sm_blocks_start[n_sms]
+    blk_done = np.zeros(b_ctx_start.shape[0] - 1, np.float64)
     # min-tree over the SMs' earliest scheduler wake-ups: a step visits only SMs with work due
     leaves = _pow2_at_least(n_sms)
     tree = np.full(2 * leaves, INF, np.float64)
-    age = np.zeros(1, np.int64)   # launch order of warps (GTO's "oldest"); an array so closures can count
     finished = 0
     # stall accounting per SM (each SM's cycles get one cause each; the run's breakdown sums them):
     # the first cycle of the SM not yet charged, and the SM's latest result (done, base, causes)
@@ -652,235 +1186,31 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
     pc_none = pcc.shape[1] - 1                 # pcc row of stall cycles with no instruction waited on
     sm_iss = False
     status = 0
-
-    def compute_tdep(slot):
-        """t_dep of the slot's current instruction and its binding cause."""
-        s = _nonneg(sli[slot, SLI_SIDX])
-        x = _nonneg(s * XW)
-        t0 = slf[slot, SLF_SAME]
-        c1 = sli[slot, SLI_SAMEC]
-        c2 = c1
-        sp = t0
-        if has_bar and slf[slot, SLF_BAR] > t0:
-            t0 = slf[slot, SLF_BAR]
-            c1 = BARRIER
-            c2 = BARRIER
-            sp = t0
-        if sw_deps:
-            if sx[x + X_CC] == 0:
-                for k in range(sx[x + X_NSRC]):
-                    r = _nonneg(sx[x + X_SRC + k])
-                    if rs[slot, r, RS_T] > t0:
-                        t0 = rs[slot, r, RS_T]
-                        sp = rs[slot, r, RS_B]
-                        c1 = rsc[slot, r, RC_C1]
-                        c2 = rsc[slot, r, RC_C2]
-                # write-after-write: the new result must not land before the pending one
-                lx = sf[s * FW + SF_LAT]
-                for k in range(sx[x + X_NWAW]):
-                    r = _nonneg(sx[x + X_WAW + k])
-                    if rs[slot, r, RS_T] - lx > t0:
-                        t0 = rs[slot, r, RS_T] - lx
-                        sp = rs[slot, r, RS_B] - lx
-                        c1 = rsc[slot, r, RC_C1]
-                        c2 = rsc[slot, r, RC_C2]
-            else:
-                wm = sx[x + X_WAIT]
-                for b in range(NSB):
-                    if (wm >> b) & 1 and bs[slot, b, RS_T] > t0:
-                        t0 = bs[slot, b, RS_T]
-                        sp = bs[slot, b, RS_B]
-                        c1 = bsc[slot, b, RC_C1]
-                        c2 = bsc[slot, b, RC_C2]
-            db = sx[x + X_DEPBAR] if has_async else -1
-            if db >= 0:
-                bt, bsp, b1, b2 = _depbar_wait(bs, bsc, bq, bqc, bqn, slot, db)
-                if bt > t0:
-                    t0 = bt
-                    sp = bsp
-                    c1 = b1
-                    c2 = b2
-        slf[slot, SLF_TDEP] = t0
-        sli[slot, SLI_C1] = c1
-        sli[slot, SLI_C2] = c2
-        slf[slot, SLF_SPLIT] = sp
-        u = sx[x + X_UNIT]
-        grp = sli[slot, SLI_SM] * S if sx[x + X_UPSM] != 0 else sli[slot, SLI_G]
-        sli[slot, SLI_UOFF] = grp * U + u
-        sli[slot, SLI_UCNT] = sx[x + X_UCNT]
-        sli[slot, SLI_GMEM] = sx[x + X_GMEM]
-
-    def note_ready(slot):
-        """Lower the slot's scheduler wake-up time to the slot's t_dep."""
-        g = _nonneg(sli[slot, SLI_G])
-        if slf[slot, SLF_TDEP] < lbo[g]:
-            lbo[g] = slf[slot, SLF_TDEP]
-        if slf[slot, SLF_TDEP] < scf[g, SCF_NEXT]:
-            scf[g, SCF_NEXT] = slf[slot, SLF_TDEP]
-            sci[g, SCI_C1] = sli[slot, SLI_C1]
-            sci[g, SCI_C2] = sli[slot, SLI_C2]
-            scf[g, SCF_SPLIT] = slf[slot, SLF_SPLIT]
-
-    def sm_wake(sm):
-        """Earliest wake-up among the SM's schedulers, written into the min-tree."""
-        m = scf[sm * S, SCF_NEXT]
-        for k in range(1, S):
-            if scf[sm * S + k, SCF_NEXT] < m:
-                m = scf[sm * S + k, SCF_NEXT]
-        _tree_set(tree, leaves, sm, m)
-
     # ---- schedule-preserving replay: the context of every row, the order's next event
-    r_ctx = np.zeros(r_sidx.shape[0] if replay else 0, np.int64)
-    if replay:
-        for c in range(C):
-            for rr in range(c_start[c], c_end[c]):
-                r_ctx[rr] = c
-    rp_ptr = 0
+    r_ctx = _row_contexts(c_start, c_end, r_sidx.shape[0] if replay else 0)
+    rp_ptr = np.int64(0)    # (an int64, not the literal 0: _replay_next compiles for one signature)
     rp_slot = -1
     rp_g = -1
     parked = np.zeros(G, np.bool_)      # scheduler waits for the order (sched_next is no bound)
 
-    def replay_next(ptr, now):
-        """Make the order's event ``ptr`` the one that may issue next; a scheduler parked while
-        waiting for the order is scanned again from ``now`` (next cycle when this sweep has passed
-        it). Returns the event's slot, or -1 when its warp is not resident at that row."""
-        row = order_in[ptr]
-        c = r_ctx[row]
-        slot = ctx_slot[c]
-        if slot < 0 or sli[slot, SLI_CTX] != c or sli[slot, SLI_ROW] != row:
-            return -1
-        g = _nonneg(sli[slot, SLI_G])
-        if parked[g]:
-            parked[g] = False
-            scf[g, SCF_NEXT] = now
-            sm_wake(g_sm[g])
-        return slot
-
-    def earliest_copy(slot):
-        """The earliest-free copy of the unit the slot's next instruction needs: its copy index
-        (first on ties) and free time."""
-        off = _nonneg(sli[slot, SLI_UOFF])
-        bc = 0
-        m = uf[off, 0]
-        for cc in range(1, sli[slot, SLI_UCNT]):
-            if uf[off, cc] < m:
-                m = uf[off, cc]
-                bc = cc
-        return _nonneg(bc), m
-
-    def earliest_unit(slot):
-        """Free time of the earliest-free copy of the unit the slot's next instruction needs."""
-        return earliest_copy(slot)[1]
-
-    def ready_of(slot, sm):
-        """Earliest cycle the slot's instruction may issue (t_dep, unit copy, memory-pipeline slot)
-        and the binding shared resource (0: t_dep binds), as the scan evaluates a warp."""
-        r = slf[slot, SLF_TDEP]
-        bind = 0
-        if sw_units:
-            m = earliest_unit(slot)
-            if m > r:
-                r = m
-                bind = UNIT_BUSY
-        if sli[slot, SLI_GMEM] and heap[sm_pipe[sm], 0] > r:
-            r = heap[sm_pipe[sm], 0]
-            bind = MEM_PIPE
-        return r, bind
-
-    def launch_blocks(sm, t0, most):
-        """Launch up to ``most`` blocks on ``sm`` until its resident-block limit (occupancy) or
-        the blocks it may take are exhausted (its own list, or with dynamic dealing the grid-wide
-        queue): each warp of a block takes the lowest free slot of the SM, becomes eligible at
-        ``t0`` (kernel start, or the launch latency after a block retires) with a clean scoreboard,
-        and joins its scheduler's list. Returns 2 when no slot is free (inconsistent occupancy),
-        else 0."""
-        n_launched = 0
-        while sm_res[sm] < resident and n_launched < most:
-            if deal:
-                if q_next[0] >= q_end:
-                    break
-                b = sm_blocks[q_next[0]]
-                q_next[0] += 1
-            else:
-                if sm_next[sm] >= sm_blocks_start[sm + 1]:
-                    break
-                b = sm_blocks[sm_next[sm]]
-                sm_next[sm] += 1
-            n_launched += 1
-            sm_res[sm] += 1
-            sm_end[sm, 1] += 1.0
-            counters[C_BLOCKS] += 1
-            blk_live[b] = b_ctx_start[b + 1] - b_ctx_start[b]
-            blk_arrived[b] = 0
-            for c in range(b_ctx_start[b], b_ctx_start[b + 1]):
-                slot = -1
-                for loc in range(spsm):
-                    if sli[sm * spsm + loc, SLI_CTX] < 0:
-                        slot = sm * spsm + loc
-                        break
-                if slot < 0:
-                    return 2
-                ctx_slot[c] = slot
-                sli[slot, SLI_CTX] = c
-                sli[slot, SLI_ROW] = c_start[c]
-                sli[slot, SLI_END] = c_end[c]
-                sli[slot, SLI_SIDX] = r_sidx[c_start[c]]
-                slf[slot, SLF_SAME] = t0
-                sli[slot, SLI_SAMEC] = NO_WARP
-                slf[slot, SLF_BAR] = 0.0
-                sli[slot, SLI_AGE] = age[0]
-                age[0] += 1
-                sli[slot, SLI_YIELD] = 1
-                slf[slot, SLF_SINCE] = t0
-                sli[slot, SLI_BLOCK] = b
-                rs[slot, :, :] = 0.0
-                bs[slot, :, :] = 0.0
-                rsc[slot, :, :] = 0
-                bsc[slot, :, :] = 0
-                bqn[slot, :] = 0
-                bq[slot, NSB, 0, RS_T] = 0.0
-                compute_tdep(slot)
-                note_ready(slot)
-                g2 = sli[slot, SLI_G]
-                sch_list[g2, sch_n[g2]] = slot
-                sch_n[g2] += 1
-        return 0
-
-    def release(blk, rel):
-        """All warps of ``blk`` have arrived at the barrier: the waiting ones may go on at ``rel``."""
-        blk_arrived[blk] = 0
-        blk_bar[blk, 0] = 0.0
-        blk_bar[blk, 1] = 0.0
-        counters[C_BARS] += 1
-        for c in range(b_ctx_start[blk], b_ctx_start[blk + 1]):
-            slot = ctx_slot[c]
-            if slot >= 0 and sli[slot, SLI_CTX] == c and slf[slot, SLF_BAR] >= INF:
-                slf[slot, SLF_BAR] = rel
-                compute_tdep(slot)
-                note_ready(slot)
-
     # ---------------------------------------------------------------- main loop
     t = 0.0
-    # initial block launch: each SM takes blocks until its resident limit; dealt dynamically, the
-    # SMs take one block each in turn (breadth-first), so a grid smaller than a full wave spreads
-    # over all SMs
-    if deal:
-        more = True
-        while more:
-            before = q_next[0]
-            for sm in range(n_sms):
-                if launch_blocks(sm, 0.0, 1) != 0:
-                    return 2, 0
-            more = q_next[0] > before
-    else:
+    # the first blocks: each SM takes blocks until its resident limit; dealt dynamically, the SMs
+    # take one block each in turn (breadth-first), so a grid smaller than a full wave spreads over
+    # all SMs
+    per_turn = 1 if deal else resident
+    more = True
+    while more:
+        before = grid.q_next[0]
         for sm in range(n_sms):
-            if launch_blocks(sm, 0.0, resident) != 0:
+            if _launch_blocks(warps, scheds, static, grid, sm, 0.0, per_turn, resident, deal, q_end, spsm) != 0:
                 return 2, 0
+        more = deal and grid.q_next[0] > before
     for sm in range(n_sms):
-        sm_wake(sm)
+        _sm_wake(scf, tree, leaves, S, sm)
 
     if replay:
-        rp_slot = replay_next(0, t)
+        rp_slot = _replay_next(order_in, r_ctx, ctx_slot, sli, parked, scf, g_sm, tree, leaves, S, rp_ptr, t)
         if rp_slot < 0:
             return 3, 0
         rp_g = sli[rp_slot, SLI_G]
@@ -902,6 +1232,7 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                 if g == gbase + S:
                     g = gbase
             else:
+                first = 0       # the first SM that may be next
                 if g >= 0:
                     # leaving the SM: an issue cycle, or cycle t is charged at its next visit
                     lsm = _nonneg(g_sm[g])
@@ -910,10 +1241,9 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                         sm_t[lsm] = t + 1.0
                     else:
                         sm_t[lsm] = t
-                    sm_wake(lsm)
-                    nsm = _tree_first_le(tree, leaves, lsm + 1, t)
-                else:
-                    nsm = _tree_first_le(tree, leaves, 0, t)
+                    _sm_wake(scf, tree, leaves, S, lsm)
+                    first = lsm + 1
+                nsm = _tree_first_le(tree, leaves, first, t)
                 if nsm < 0:
                     break
                 # entering the SM: its skipped cycles go to the binding cause of its scheduler
@@ -961,7 +1291,7 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
             gbind = 0
             if policy == 1 and gs >= 0 and sli[gs, SLI_CTX] >= 0:
                 gs = _nonneg(gs)
-                rg, gbind = ready_of(gs, sm)
+                rg, gbind = _ready_of(sli, slf, uf, heap, pp, sw_units, gs)
                 if rg > t:
                     gdone = True
                     if rg < lbo[g] and not replay:
@@ -1006,7 +1336,7 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                     continue            # waits for a memory-pipeline slot beyond the minimum
                 bind = 0
                 if sw_units:
-                    m = earliest_unit(slot)
+                    m = _earliest_copy(sli, uf, slot)[1]
                     if m > r:
                         r = m
                         bind = UNIT_BUSY
@@ -1054,7 +1384,7 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                         parked[g] = True
                         continue
                 elif best >= 0 and best != rp_slot:
-                    r, bind = ready_of(rp_slot, sm)
+                    r, bind = _ready_of(sli, slf, uf, heap, pp, sw_units, rp_slot)
                     if r <= t:
                         others_ready = True     # the scan's choice is eligible too
                         best = rp_slot
@@ -1091,7 +1421,7 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                 ucopy = -1
                 ufree = -INF
                 if sw_units:
-                    ucopy, ufree = earliest_copy(slot)
+                    ucopy, ufree = _earliest_copy(sli, uf, slot)
                 record_issue(timeline, pcc, row, s, g, t, slf[slot, SLF_SINCE], slf[slot, SLF_TDEP],
                              slf[slot, SLF_SPLIT], sli[slot, SLI_C1], sli[slot, SLI_C2], ufree, ucopy,
                              heap[pp, 0] if sli[slot, SLI_GMEM] else -INF)
@@ -1110,7 +1440,7 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                 counters[C_SH_WAVE] += w
                 counters[C_SH_WMIN] += wmin
             if sw_units:
-                bc, m = earliest_copy(slot)
+                bc, m = _earliest_copy(sli, uf, slot)
                 uf[_nonneg(sli[slot, SLI_UOFF]), bc] = t + sf[f + SF_OCC] * w
             cc = sx[x + X_CC] != 0
             slf[slot, SLF_SAME] = t + sf[f + SF_SAME]
@@ -1129,183 +1459,8 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                 c1 = sx[x + X_DEPCAUSE]
                 c2 = BANK_CONFLICT
             elif mem == MEM_GLOBAL:
-                k0 = _nonneg(r_tx_start[row])
-                ntx = r_tx_start[row + 1] - k0
-                kp = k0 + PREFETCH_TX
-                if kp < tx_addr.shape[0]:
-                    _prefetch(tx_addr, kp)
-                    _prefetch(tx_bytes, kp)
-                    _prefetch(tx_chan, kp)
-                nb_each = 0.0
-                if not sw_coal:
-                    ntx = _min2(ntx, r_tx_min[row])
-                    if ntx > 0:
-                        nb_each = r_tx_min_bytes[row] / ntx
-                counters[C_G_ACC] += 1
-                counters[C_TX] += ntx
-                is_store = sx[x + X_STORE] != 0
-                is_write = sx[x + X_STORE] == 2
-                c1 = sx[x + X_DEPCAUSE]
-                c2 = CHANNEL_QUEUE
-                if ntx == 0:                  # no active lane: nothing to fetch
-                    done = t + 1.0
-                    base = done
-                else:
-                    done = t
-                    base = t
-                missed = False
-                beyond_l1 = False
-                best_extra = 0.0
-                near = sm_part[sm]
-                line = -1               # cache line of the open MSHR entry (MSHR mode)
-                line_done = 0.0
-                mshr_free = t
-                for j in range(k0, r_tx_start[row + 1]):
-                    addr = tx_addr[j]
-                    # The caches always evolve as with every mechanism on: a removed mechanism
-                    # (perfect L1/L2, perfect coalescing) changes what an access costs, never which
-                    # sectors the caches hold, so it cannot turn a later hit into a miss.
-                    # (each access also returns its line's ready time: a hit on a line whose fill
-                    # is still on its way merges with that miss and completes no earlier)
-                    l1_hit = False
-                    l1_row = -1
-                    l1_rt = -1.0
-                    if has_l1 and not is_store:
-                        l1_hit, l1_row, l1_rt = cache_access_timed(l1_state, l1_ready, sm, l1_shape, addr)
-                    # L2: the near partition first (it may hold a copy of a far line); a miss there
-                    # looks up the address's home partition, which fills on a miss, and the near
-                    # partition keeps a copy either way (near/far partitions, docs/model.md §3)
-                    l2_hit = False
-                    near_hit = False
-                    far = False
-                    serve = near
-                    l2_row = -1
-                    h_row = -1
-                    l2_rt = -1.0
-                    if has_l2 and not l1_hit:
-                        l2_hit, l2_row, l2_rt = cache_access_timed(l2_state, l2_ready, near, l2_shape, addr)
-                        near_hit = l2_hit
-                        if n_parts > 1:
-                            home = (addr // part_bytes) % n_parts
-                            if home != near and not l2_hit:
-                                far = True
-                                serve = home
-                                l2_hit, h_row, l2_rt = cache_access_timed(l2_state, l2_ready, home, l2_shape, addr)
-                    if j >= k0 + ntx:
-                        continue        # perfect coalescing: surplus transactions cost nothing
-                    nb = float(tx_bytes[j]) if sw_coal else nb_each
-                    if has_l1 and not is_store:
-                        if l1_hit or not sw_l1:
-                            counters[C_L1H] += 1
-                            d = t + l1_lat
-                            if sw_l1 and l1_rt > d:
-                                d = l1_rt       # the line's fill is still on its way
-                                missed = True
-                            if d > done:
-                                done = d
-                            if d > base:
-                                base = d
-                            continue
-                        counters[C_L1M] += 1
-                        missed = True
-                    beyond_l1 = True
-                    # MSHR mode: each cache line past L1 holds one of the SM's entries until its
-                    # last sector is back; its requests leave when an entry is free
-                    s_req = t
-                    if mshr > 0:
-                        ln = addr // mshr_line
-                        if ln != line:
-                            if line >= 0:
-                                _heap_replace_top(heap, pp, pipe_n[pp], line_done)
-                            line = ln
-                            line_done = t
-                            mshr_free = heap[pp, 0]
-                        if mshr_free > s_req:
-                            s_req = mshr_free
-                    qw = s_req - t          # waiting for an MSHR entry
-                    qc = MEM_PIPE
-                    # the L2 slice that serves the request (bandwidth per slice)
-                    if n_slices > 0:
-                        # the slices sit in front of the DRAM channels (two or more per channel):
-                        # the channel hash spreads strided patterns over them, the line's low
-                        # bits pick one of its channel's slices
-                        sl = serve * slices_pp + (tx_chan[j] * slices_pc + (addr // slice_line) % slices_pc) % slices_pp
-                        s1 = s_req
-                        if slice_free[sl] > s1:
-                            s1 = slice_free[sl]
-                        if sw_bw:
-                            slice_free[sl] = s1 + nb * slice_spb
-                            if far:
-                                # the far line is copied into the near partition (GTC21): the copy's
-                                # fill takes the near partition's slice of the same index as long
-                                sn = near * slices_pp + (sl - serve * slices_pp)
-                                slice_free[sn] = _max2(slice_free[sn], s1) + nb * slice_spb
-                        if s1 - s_req > 0.0:
-                            qc = L2_QUEUE if s1 - s_req >= qw else qc
-                        if record:
-                            record_level(tx_rec, j, TX_SLICE, sl, s_req, s1, _max2(slice_free[sl], s1))
-                        s_req = s1
-                    to_dram = True
-                    if has_l2:
-                        if l2_hit or not sw_l2:
-                            counters[C_L2H] += 1
-                            d = s_req + (l2_far_lat if far and sw_l2 else l2_lat)
-                            if sw_l2 and l2_rt > d:
-                                d = l2_rt       # the line's fill is still on its way
-                                missed = True
-                            to_dram = False
-                        else:
-                            counters[C_L2M] += 1
-                            missed = True
-                    cq = s_req - t
-                    if to_dram:
-                        # every transaction keeps its own channel and FIFO position; without
-                        # channel skew an overloaded channel serves at the average load's pace
-                        ch = _nonneg(tx_chan[j])
-                        s0 = s_req
-                        if chan_free[ch] > s0:
-                            s0 = chan_free[ch]
-                            qc = CHANNEL_QUEUE if s0 - s_req >= s_req - t else qc
-                        cq = s0 - t
-                        if sw_bw:
-                            chan_free[ch] = s0 + nb * spb * chan_scale[ch]
-                        if record:
-                            record_level(tx_rec, j, TX_CHAN, ch, s_req, s0, _max2(chan_free[ch], s0))
-                        if is_write and has_l2:
-                            # the L2 is write-back: a write is acknowledged by its L2 slice once the
-                            # channel can take the write-back (no DRAM round trip for the ack)
-                            d = s_req + (l2_far_lat if far else l2_lat)
-                            if s0 > d:
-                                d = s0
-                        else:
-                            # a far home partition adds its extra crossbar latency to the DRAM trip
-                            d = s0 + dram_lat + (l2_far_lat - l2_lat if far else 0.0)
-                        counters[C_DRAM] += 1
-                        counters[C_DRAM_B] += np.int64(nb)
-                        counters[C_CHW] += np.int64(s0 - s_req)
-                    # the lines this access brought in are there at d
-                    if l1_row >= 0:
-                        l1_ready[l1_row, 0] = d
-                    if l2_row >= 0 and not near_hit:
-                        l2_ready[l2_row, 0] = d
-                    if h_row >= 0 and not l2_hit:
-                        l2_ready[h_row, 0] = d
-                    if d > done:
-                        done = d
-                    if d - cq > base:
-                        base = d - cq
-                    if cq > best_extra:
-                        best_extra = cq
-                        c2 = qc
-                    if mshr > 0 and d > line_done:
-                        line_done = d
-                if mshr > 0 and line >= 0:
-                    _heap_replace_top(heap, pp, pipe_n[pp], line_done)
-                # C_mem: the instruction holds one memory-pipeline slot until its last transaction is back
-                if pipe_limited and beyond_l1 and mshr == 0:
-                    _heap_replace_top(heap, pp, pipe_n[pp], done)
-                if missed:
-                    c1 = CACHE_MISS if (has_l1 or has_l2) else sx[x + X_DEPCAUSE]
+                done, base, c1, c2 = _global_access(memory, mc, txs, counters, tx_rec, t, row, sm, pp, sx[x + X_STORE],
+                                                    sx[x + X_DEPCAUSE])
             else:
                 done = t + sf[f + SF_LAT]
                 base = done
@@ -1335,7 +1490,7 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                 if not cc:
                     # without control codes the group is counted on its barrier (SB0 by default)
                     b = _nonneg(sx[x + X_WBAR])
-                    _bar_write(bs, bsc, bq, bqc, bqn, slot, b if b < NSB else 0, rd, rb, c1, c2, True)
+                    _bar_write(bs, bsc, bq, bqc, bqn, slot, b if b < NSB else 0, rd, rb, c1, c2, has_async)
             if cc:
                 b = _nonneg(sx[x + X_WBAR])
                 if b < NSB:
@@ -1377,7 +1532,7 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                     # as it advances; a t_dep of this BAR, already issued, would wake its
                     # scheduler early and charge the BAR's terms), then the waiting warps
                     slf[slot, SLF_BAR] = blk_bar[blk, 0]
-                    release(blk, blk_bar[blk, 0])
+                    _release(warps, scheds, static, grid, blk, blk_bar[blk, 0])
                 else:
                     slf[slot, SLF_BAR] = INF
             # ---- advance the warp
@@ -1391,7 +1546,7 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
             if row + 1 < sli[slot, SLI_END]:
                 sli[slot, SLI_SIDX] = r_sidx[row + 1]
                 slf[slot, SLF_SINCE] = t + 1.0
-                compute_tdep(slot)
+                _compute_tdep(warps, static, slot)
             else:
                 sli[slot, SLI_CTX] = -1
                 pos = 0
@@ -1414,11 +1569,13 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                     sm_res[sm] -= 1
                     # the next block starts when this one has retired: its last issue and all its
                     # outstanding results complete (plus the launch latency)
-                    if launch_blocks(sm, _max2(t + _max2(launch_lat, 1.0), math.ceil(blk_done[blk])), resident) != 0:
+                    t_launch = _max2(t + _max2(launch_lat, 1.0), math.ceil(blk_done[blk]))
+                    if _launch_blocks(warps, scheds, static, grid, sm, t_launch, resident, resident, deal, q_end,
+                                      spsm) != 0:
                         return 2, 0
                 elif sw_bar and blk_arrived[blk] > 0 and blk_arrived[blk] >= blk_live[blk]:
                     # the last warp not waiting exited: the barrier resolves now
-                    release(blk, _max2(blk_bar[blk, 0], t + blk_bar[blk, 1]))
+                    _release(warps, scheds, static, grid, blk, _max2(blk_bar[blk, 0], t + blk_bar[blk, 1]))
             # ---- when may this scheduler issue next?
             nxt = minr
             n1 = mc1
@@ -1447,7 +1604,8 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
             if replay:
                 rp_ptr += 1
                 if rp_ptr < n_order:
-                    rp_slot = replay_next(rp_ptr, t)
+                    rp_slot = _replay_next(order_in, r_ctx, ctx_slot, sli, parked, scf, g_sm, tree, leaves, S, rp_ptr,
+                                           t)
                     if rp_slot < 0:
                         return 3, np.int64(t)
                     rp_g = sli[rp_slot, SLI_G]

@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from teg.jit import inner
 from teg.machine.model import MAX_SECTORS_PER_LINE
 
 
@@ -45,7 +46,7 @@ def cache_geometry(size_bytes: int, line_bytes: int, sector_bytes: int, assoc: i
     return sets, assoc, line_bytes, sector_bytes
 
 
-@njit(cache=True)
+@inner()
 def _log2(x):
     """Exponent of the power of two ``x``; -1 when ``x`` is not one."""
     if x <= 0 or x & (x - 1):
@@ -77,7 +78,7 @@ def cache_new(caches, shape):
     return np.full((caches * shape[0], shape[1]), -1, np.int64)
 
 
-@njit(cache=True)
+@inner()
 def cache_row(cache_index, shape, addr):
     """Row of the state array (:func:`cache_new`) that holds the set of byte ``addr`` in cache
     ``cache_index``, and the line's tag (its line number)."""
@@ -93,7 +94,7 @@ def cache_row(cache_index, shape, addr):
     return cache_index * sets + s, line
 
 
-@njit(cache=True)
+@inner()
 def _way(state, row, tag, k, assoc):
     """Where the line ``tag`` is in set ``row`` — or the way a missing line replaces (the first
     empty one, else the least recently used, the last) — and its valid-sector mask (0: absent)."""

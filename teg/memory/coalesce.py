@@ -18,10 +18,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from teg.jit import inner
 from teg.memory.sort import sort_prefix
 
 
-@njit(cache=True)
+@inner()
 def _lane_addresses(i, addr_start, addresses, mask, width, warp_size, lanes, addrs):
     """Active lanes of row ``i`` and their addresses; returns the count."""
     k = addr_start[i]

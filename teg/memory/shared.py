@@ -27,10 +27,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from teg.jit import inner
 from teg.memory.sort import sort_prefix
 
 
-@njit(cache=True)
+@inner()
 def _phase_wavefronts(words, n, banks, counts):
     """Max over banks of the number of distinct words among ``words[:n]`` (sorted in place;
     ``counts`` is scratch of length ``banks``, all zero on entry and on return)."""
@@ -50,7 +51,7 @@ def _phase_wavefronts(words, n, banks, counts):
     return best
 
 
-@njit(cache=True)
+@inner()
 def _phase_cost(words, n, lo, hi, banks, counts):
     """Wavefronts of one phase whose ``n`` words lie in ``lo … hi``: words within one row of
     banks (``hi - lo < banks``: broadcasts, consecutive or permuted words) are in distinct banks
@@ -60,7 +61,7 @@ def _phase_cost(words, n, lo, hi, banks, counts):
     return _phase_wavefronts(words, n, banks, counts)
 
 
-@njit(cache=True)
+@inner()
 def _span(addresses, k, warp_size):
     """Lowest and highest of ``addresses[k : k + warp_size]`` (as int64)."""
     lo = np.int64(addresses[k])
@@ -78,7 +79,7 @@ def _span(addresses, k, warp_size):
     return lo, hi
 
 
-@njit(cache=True)
+@inner()
 def _row_wavefronts(m, k, kend, w, lpp, nwords_lane, addresses, warp_size, shift, bank_bytes, banks,
                     words, counts):
     """(wavefronts, phases) of one access: active lanes of mask ``m`` in order, their addresses
@@ -86,7 +87,7 @@ def _row_wavefronts(m, k, kend, w, lpp, nwords_lane, addresses, warp_size, shift
     have_addr = kend > k
     total = 0
     phases = 0
-    n = 0
+    n = np.int64(0)            # (not the literal 0: numba would compile _phase_cost for both)
     phase_end = -1            # first lane past the current phase
     lo = np.int64(0)
     hi = np.int64(0)
