@@ -97,6 +97,12 @@ def test_cache_kernels(acc, arch):
     for kb in acc.CACHE_FIXED_KB:
         acc.program("cache", arch, f"cache_sum_{kb}")
     assert acc.cache_launch(12, 0) == ("cache_sum_12", 24) and acc.cache_launch(12, 1) == ("cache_sum_12", 60)
+    # both runs past the cold first sweep: at least 2 and 4 sweeps (28 kB: 32 // 28 = 1, 64 // 28 = 2)
+    assert acc.cache_launch(28, 0) == ("cache_sum_28", 56) and acc.cache_launch(28, 1) == ("cache_sum_28", 112)
+    # a window set that fits in the L1 (204 kB in 256 kB): 2 and 4 whole sweeps; beyond it, short windows
+    assert acc.cache_launch(204, 0, 912, 50 << 20, 256 << 10)[1] == 408
+    assert acc.cache_launch(204, 1, 912, 50 << 20, 256 << 10)[1] == 816
+    assert acc.cache_launch(384, 1, 912, 0, 256 << 10)[1] == acc.CACHE_LOADS[1]
     assert acc.cache_launch(4044, 1) == ("cache_sum", acc.CACHE_LOADS[1])
     # an L2-resident set: windows past the L2's cold fill (8 x kB/grid loads, rounded up to 8)
     w1 = max(acc.CACHE_LOADS[0], -(-acc.CACHE_L2_WARM * 10380 // (8 * 912)) * 8)
