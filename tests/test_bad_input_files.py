@@ -310,6 +310,22 @@ def test_accelsim_header_and_trailing_tokens(tmp_path, line, old, new, fragments
     one_line_error(run("trace", "info", d, tmp=tmp_path), *fragments)
 
 
+def test_loading_without_a_cache_leaves_no_temporary_folder(tmp_path, monkeypatch):
+    """``load(cache=False)`` converts into a temporary folder and removes it once the columns are
+    mapped; the trace stays readable."""
+    import tempfile
+
+    from teg.trace import load
+
+    d = _accelsim_copy(tmp_path)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    kt = load(d, cache=False).kernels[0]
+    assert list(tmp.iterdir()) == []
+    assert kt.num_rows > 0 and int(np.asarray(kt.imm).shape[0]) == kt.num_rows
+
+
 def test_trailing_immediate_is_read_from_tracer_v4_and_refused_before(tmp_path):
     from teg.trace import load
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -52,7 +53,7 @@ def _cache_key(files: list[Path], listing: Path) -> str:
 
 def load(path: str | os.PathLike, cache: str | os.PathLike | bool | None = None, progress: bool = False) -> Trace:
     """Load a trace. ``cache``: None → :func:`cache_dir`; a path → that folder; False → convert
-    into a fresh temporary folder (no reuse)."""
+    into a temporary folder, removed once the columns are mapped (no reuse)."""
     p = Path(path)
     if not p.exists():
         raise FileNotFoundError(f"{p}: no such file or folder")
@@ -60,20 +61,26 @@ def load(path: str | os.PathLike, cache: str | os.PathLike | bool | None = None,
         return load_native(p)
     files, _, listing = accelsim_files(p)
     if cache is False:
-        target = Path(tempfile.mkdtemp(prefix="teg-trace-")) / "trace"
-    else:
-        root = Path(cache) if cache not in (None, True) else cache_dir()
+        # converted into a temporary folder that goes once its columns are mapped (a mapped file
+        # stays readable after its name is removed; where it cannot be removed it is left)
+        root = Path(tempfile.mkdtemp(prefix="teg-trace-"))
         try:
-            root.mkdir(parents=True, exist_ok=True)
-        except OSError:
-            root = Path(tempfile.mkdtemp(prefix="teg-trace-"))
-        fileio.sweep(root)      # conversions killed earlier (their owner is gone)
-        target = root / _cache_key(files, listing)
-        if target.is_dir() and (target / "meta.json").is_file():
-            try:
-                return load_native(target)
-            except TraceFormatError:
-                fileio.remove_entry(target)    # damaged cache entry: convert again
+            convert_accelsim(p, root / "trace", progress=progress)
+            return load_native(root / "trace")
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+    root = Path(cache) if cache not in (None, True) else cache_dir()
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        root = Path(tempfile.mkdtemp(prefix="teg-trace-"))
+    fileio.sweep(root)      # conversions killed earlier (their owner is gone)
+    target = root / _cache_key(files, listing)
+    if target.is_dir() and (target / "meta.json").is_file():
+        try:
+            return load_native(target)
+        except TraceFormatError:
+            fileio.remove_entry(target)    # damaged cache entry: convert again
     convert_accelsim(p, target, progress=progress)
     return load_native(target)
 
