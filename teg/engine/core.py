@@ -1334,15 +1334,7 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                     continue            # r only grows below: neither eligible nor the new minimum
                 if sli[slot, SLI_GMEM] and hmin > t and hmin >= minr:
                     continue            # waits for a memory-pipeline slot beyond the minimum
-                bind = 0
-                if sw_units:
-                    m = _earliest_copy(sli, uf, slot)[1]
-                    if m > r:
-                        r = m
-                        bind = UNIT_BUSY
-                if sli[slot, SLI_GMEM] and hmin > r:
-                    r = hmin
-                    bind = MEM_PIPE
+                r, bind = _ready_of(sli, slf, uf, heap, pp, sw_units, slot)
                 if r <= t:
                     if best < 0:
                         best = slot
