@@ -23,11 +23,12 @@ L2_QUEUE = 10      # producer's request queued behind a busy L2 slice
 DEP_BASE = 11      # dependency on a producer of class UNIT_CLASSES[i]: DEP_BASE + i
 DEP_SHARED = DEP_BASE + len(UNIT_CLASSES)
 DEP_GLOBAL = DEP_SHARED + 1
-NUM_CAUSES = DEP_GLOBAL + 1
+FETCH = DEP_GLOBAL + 1  # instruction not yet in the SM's instruction cache (cold fetch from L2 / DRAM)
+NUM_CAUSES = FETCH + 1
 
 CAUSE_NAMES = (("issue", "scheduler", "same_warp", "unit_busy", "mem_pipe_full", "bank_conflict",
                 "channel_queue", "cache_miss", "barrier", "no_warp", "l2_queue")
-               + tuple(f"dep_{c}" for c in UNIT_CLASSES) + ("dep_shared", "dep_global"))
+               + tuple(f"dep_{c}" for c in UNIT_CLASSES) + ("dep_shared", "dep_global", "instruction_fetch"))
 assert len(CAUSE_NAMES) == NUM_CAUSES
 
 # counters reported by the loop (Result.counters)

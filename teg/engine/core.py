@@ -48,16 +48,16 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from teg.engine.codes import (BANK_CONFLICT, BARRIER, CACHE_MISS, CHANNEL_QUEUE, CTR, ISSUE,
+from teg.engine.codes import (BANK_CONFLICT, BARRIER, CACHE_MISS, CHANNEL_QUEUE, CTR, FETCH, ISSUE,
                               L2_QUEUE, MEM_GLOBAL, MEM_PIPE, MEM_SHARED, NO_WARP, SAME_WARP,
                               SCHEDULER, UNIT_BUSY)
 from teg.engine.input import (F_DRAM_LAT, F_ISSUE_INTERVAL, F_L1_LAT, F_L2_FAR_LAT, F_L2_LAT,
                               F_L2_SLICE_SPB, F_LAUNCH_LAT, F_RBAR_LAT, F_SERVICE_PER_BYTE,
                               F_WAVEFRONT_CYCLES, I_CHANNELS, I_DEAL, I_DEPMODEL, I_L1_ASSOC,
                               I_L1_LINE, I_L1_SECTOR, I_L1_SETS, I_L2_ASSOC, I_L2_LINE,
-                              I_L2_PART_BYTES, I_L2_PARTS, I_L2_SECTOR, I_L2_SETS, I_L2_SLICES,
+                              I_FETCH_PF, I_L2_PART_BYTES, I_L2_PARTS, I_L2_SECTOR, I_L2_SETS, I_L2_SLICES,
                               I_MSHR, I_PIPE_SLOTS, I_POLICY, I_RESIDENT, I_SCHED, I_SLOTS, I_SMS,
-                              I_SMS_PER_PIPE, I_SW_BANK, I_SW_BAR, I_SW_BW, I_SW_COAL, I_SW_DEPS,
+                              I_SMS_PER_PIPE, I_SW_BANK, I_SW_BAR, I_SW_BW, I_SW_COAL, I_SW_DEPS, I_SW_FETCH,
                               I_SW_L1, I_SW_L2, I_SW_LAUNCH, I_SW_SAME, I_SW_SKEW, I_SW_UNITS, I_TIMELINE)
 from teg.engine.records import PC_STALL, REC_PCS, REC_ROWS, TX_CHAN, TX_SLICE, record_issue, record_level
 from teg.jit import inner
@@ -99,9 +99,9 @@ C_STEPS, C_EVALS = CTR["engine_steps"], CTR["warp_evaluations"]
 # array descriptors in the jitted loop: about 10 % faster on ALU-bound traces, same results).
 # Warp slots, floats ``slf[slot, SLF_*]``: t_dep of the current instruction, its split time (the
 # producer's conflict/queue-free ready time), same-warp issue time, barrier release time, cycle
-# the instruction became current.
-SLF_TDEP, SLF_SPLIT, SLF_SAME, SLF_BAR, SLF_SINCE = range(5)
-NUM_SLF = 5
+# the instruction became current, the code line the warp is in (-1: none yet; instruction fetch).
+SLF_TDEP, SLF_SPLIT, SLF_SAME, SLF_BAR, SLF_SINCE, SLF_LINE = range(6)
+NUM_SLF = 6
 # Warp slots, integers ``sli[slot, SLI_*]``: context (-1 = free), current row, end row, static
 # index of the current row, t_dep's two causes, same-warp cause, launch order (age), yield flag,
 # block, row (unit group) in ``uf`` and count of the current unit's copies, needs-a-memory-pipeline-slot
@@ -312,8 +312,8 @@ def _bar_write(bs, bsc, bq, bqc, bqn, slot, b, rt, rb, c1, c2, ring):
 # float array with constant row widths (one base pointer each, row offsets the compiler knows) and
 # folded with the run's switches where the loop would otherwise combine them at every issue.
 (X_UNIT, X_UPSM, X_UCNT, X_MEM, X_GMEM, X_STORE, X_BAR, X_DEPCAUSE, X_CC, X_YIELD, X_WBAR, X_RBAR,
- X_WAIT, X_DEPBAR, X_ASYNC, X_FAST, X_NSRC, X_NDST) = range(18)
-X_SRC = 18                  # source registers: room for 16 (the lowering's MAX_SRC)
+ X_WAIT, X_DEPBAR, X_ASYNC, X_FAST, X_NSRC, X_NDST, X_ILINE) = range(19)
+X_SRC = 19                  # source registers: room for 16 (the lowering's MAX_SRC)
 X_DST = X_SRC + 16          # destination registers: room for 14 (the lowering's MAX_DST is 8)
 X_NWAW = X_DST + 14         # destinations that are not also sources (write-after-write checks)
 X_WAW = X_NWAW + 1
@@ -325,12 +325,13 @@ FW = 8                      # row width of the float table
 @_helper
 def _pack_static(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_lat, s_store, s_barrier,
                  s_depcause, s_dst, s_src, s_ctrl, s_stall, s_yield, s_wbar, s_rbar, s_wait, s_depbar, s_async,
-                 u_count, u_per_sm, depmodel, pipe_limited, can_fast, issue_interval, sw_same, sw_bar):
+                 s_iline, u_count, u_per_sm, depmodel, pipe_limited, can_fast, issue_interval, sw_same, sw_bar):
     """The static tables as the loop reads them (``X_*`` / ``SF_*`` columns): ``X_CC`` = the
     instruction is timed by its control codes; ``SF_SAME`` its same-warp delay (stall count or
     same-warp latency, at least 1; 1 cycle / the multi-warp latency with that switch off);
     ``SF_FREE`` the scheduler's busy time ``max(issue interval, multi-warp latency)``;
-    ``X_FAST`` a single-cycle issue (the scan may stop at the first eligible warp); ``X_GMEM``
+    ``X_FAST`` a single-cycle issue (the scan may stop at the first eligible warp); ``X_ILINE`` the
+    instruction-cache line the instruction lies in (-1: fetch not modelled); ``X_GMEM``
     needs a memory-pipeline slot; ``X_BAR`` a BAR that waits (free barriers: none); source and
     destination lists with their lengths (up to the first -1), and the destinations the
     write-after-write check needs (``X_WAW``: those that are not also sources)."""
@@ -358,6 +359,7 @@ def _pack_static(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_me
         sx[x + X_DEPBAR] = s_depbar[s]
         sx[x + X_ASYNC] = s_async[s]
         sx[x + X_FAST] = can_fast and s_lat_multi[s] <= 1.0
+        sx[x + X_ILINE] = s_iline[s]
         k = 0
         while k < s_src.shape[1] and s_src[s, k] >= 0:
             sx[x + X_SRC + k] = s_src[s, k]
@@ -431,14 +433,40 @@ def _waited_on(sli, slf, uf, heap, sch_list, sch_n, g, nxt, policy, S, spsm, L, 
 # The tables the loop's helpers share, in named tuples built once per run:
 #   Warps:  the per-slot tables (slot state and scoreboards);
 #   Scheds: the per-scheduler tables and warp lists;
-#   Static: the packed static tables and the run's switches that t_dep depends on;
 #   Blocks: the grid (warp contexts, blocks, each SM's block list) and the launch state.
 Warps = namedtuple("Warps", ("sli", "slf", "rs", "rsc", "bs", "bsc", "bq", "bqc", "bqn"))
 Scheds = namedtuple("Scheds", ("scf", "sci", "lbo", "sch_list", "sch_n"))
-Static = namedtuple("Static", ("sx", "sf", "has_bar", "sw_deps", "has_async", "S", "U"))
+#   Static: the packed static tables, the run's switches that t_dep depends on, and the instruction
+#           caches' fill times (has_fetch: fetch modelled; ifl[sm, line] the time the line is in the
+#           SM's instruction cache, -1 not requested; gfl[line] the time it first arrived from DRAM;
+#           front[sm] the last line the SM's sequential prefetch requested; f_l2 / f_dram the fetch
+#           latencies; f_pf the lines the prefetch runs ahead of a warp).
+Static = namedtuple("Static", ("sx", "sf", "has_bar", "sw_deps", "has_async", "S", "U", "has_fetch", "ifl",
+                               "gfl", "front", "f_l2", "f_dram", "f_pf"))
 Blocks = namedtuple("Blocks", ("c_start", "c_end", "r_sidx", "b_ctx_start", "sm_blocks_start", "sm_blocks",
                                "ctx_slot", "sm_next", "sm_res", "q_next", "age", "blk_live", "blk_arrived",
                                "blk_bar", "sm_end", "counters"))
+
+
+@_cold
+def _fetch_line(st, sm, line, now):
+    """Instruction fetch (docs/model.md §3.9): the time ``line`` of the kernel's code is in ``sm``'s
+    instruction cache. Each SM starts the kernel with none of its code. A warp reaching ``line``
+    at ``now`` (the cycle its instruction became current) requests it if the SM has not, and keeps
+    the sequential prefetch ``f_pf`` lines ahead of it (``front[sm]``: the last line requested
+    ahead). A line arrives after the DRAM latency when no SM has fetched it before, else after
+    the L2 latency but not before its first fetch brought it on chip."""
+    ifl, gfl, front = st.ifl, st.gfl, st.front
+    ahead = line + st.f_pf
+    if ahead > front[sm]:
+        front[sm] = ahead       # (past the code's end too: that is requested as far as it goes)
+    last = ahead if ahead < ifl.shape[1] else ifl.shape[1] - 1
+    for k in range(line, last + 1):
+        if ifl[sm, k] < 0.0:
+            if gfl[k] < 0.0:
+                gfl[k] = now + st.f_dram
+            ifl[sm, k] = _max2(now + st.f_l2, gfl[k])
+    return ifl[sm, line]
 
 
 @_hot
@@ -452,6 +480,19 @@ def _compute_tdep(w, st, slot):
     c1 = sli[slot, SLI_SAMEC]
     c2 = c1
     sp = t0
+    # instruction fetch: checked when the warp enters another line (SLF_LINE: the line it is in)
+    if st.has_fetch and sx[x + X_ILINE] != slf[slot, SLF_LINE] and sx[x + X_ILINE] >= 0:
+        sm = _nonneg(sli[slot, SLI_SM])
+        line = _nonneg(sx[x + X_ILINE])
+        slf[slot, SLF_LINE] = line
+        ta = st.ifl[sm, line]
+        if ta < 0.0 or line + st.f_pf > st.front[sm]:
+            ta = _fetch_line(st, sm, line, slf[slot, SLF_SINCE])
+        if ta > t0:
+            t0 = ta
+            c1 = FETCH
+            c2 = FETCH
+            sp = t0
     if st.has_bar and slf[slot, SLF_BAR] > t0:
         t0 = slf[slot, SLF_BAR]
         c1 = BARRIER
@@ -625,6 +666,7 @@ def _launch_blocks(w, sc, st, bl, sm, t0, most, resident, deal, q_end, spsm):
             bl.age[0] += 1
             sli[slot, SLI_YIELD] = 1
             slf[slot, SLF_SINCE] = t0
+            slf[slot, SLF_LINE] = -1.0
             sli[slot, SLI_BLOCK] = b
             w.rs[slot, :, :] = 0.0
             w.bs[slot, :, :] = 0.0
@@ -963,6 +1005,22 @@ def _kernel_uses(s_barrier, s_async, s_depbar, sw_bar):
 
 
 @_helper
+def _new_fetch(sx, sf, has_bar, sw_deps, has_async, S, U, s_iline, n_sms, ipar, fpar):
+    """The :class:`Static` tuple with empty instruction caches: fetch is modelled when its switch
+    is on and some instruction has a line (``s_iline`` >= 0)."""
+    n_lines = 0
+    for s in range(s_iline.shape[0]):
+        if s_iline[s] + 1 > n_lines:
+            n_lines = s_iline[s] + 1
+    has_fetch = ipar[I_SW_FETCH] != 0 and n_lines > 0
+    ifl = np.full((n_sms if has_fetch else 1, n_lines if has_fetch else 1), -1.0, np.float64)
+    gfl = np.full(n_lines if has_fetch else 1, -1.0, np.float64)
+    front = np.full(n_sms if has_fetch else 1, -1, np.int64)
+    return Static(sx, sf, has_bar, sw_deps, has_async, S, U, has_fetch, ifl, gfl, front, fpar[F_L2_LAT],
+                  fpar[F_DRAM_LAT], ipar[I_FETCH_PF])
+
+
+@_helper
 def _new_warps(n_sms, spsm, S, nreg, has_async):
     """The warp-slot tables (:class:`Warps`), every slot free, with its fixed SM / scheduler /
     list-position maps (so the hot loop needs no integer division)."""
@@ -1100,7 +1158,7 @@ def _row_contexts(c_start, c_end, n_rows):
 
 @njit(cache=True, error_model="numpy")
 def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_lat, s_store, s_barrier,
-             s_depcause, s_dst, s_src, s_ctrl, s_stall, s_yield, s_wbar, s_rbar, s_wait, s_depbar, s_async,
+             s_depcause, s_dst, s_src, s_ctrl, s_stall, s_yield, s_wbar, s_rbar, s_wait, s_depbar, s_async, s_iline,
              u_occ, u_count, u_per_sm,
              r_sidx, r_wave, r_wave_min, r_tx_start, r_tx_min, r_tx_min_bytes, tx_addr, tx_bytes, tx_chan,
              c_start, c_end, c_block, b_ctx_start, sm_blocks_start, sm_blocks, ipar, fpar,
@@ -1151,10 +1209,10 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
         return 4, 0
     sx, sf = _pack_static(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_lat, s_store,
                           s_barrier, s_depcause, s_dst, s_src, s_ctrl, s_stall, s_yield, s_wbar, s_rbar,
-                          s_wait, s_depbar, s_async, u_count, u_per_sm, depmodel, mc.pipe_limited,
+                          s_wait, s_depbar, s_async, s_iline, u_count, u_per_sm, depmodel, mc.pipe_limited,
                           issue_interval <= 1.0, issue_interval, sw_same, sw_bar)
     has_bar, has_async = _kernel_uses(s_barrier, s_async, s_depbar, sw_bar)
-    static = Static(sx, sf, has_bar, sw_deps, has_async, S, U)
+    static = _new_fetch(sx, sf, has_bar, sw_deps, has_async, S, U, s_iline, n_sms, ipar, fpar)
 
     # ---- the loop's tables (Warps, Scheds, Memory, Blocks above say what they hold)
     warps = _new_warps(n_sms, spsm, S, nreg, has_async)

@@ -39,7 +39,7 @@ from teg.engine.input import (DEPMODEL_CODES, F_DRAM_LAT, F_ISSUE_INTERVAL, F_KE
                               F_WAVEFRONT_CYCLES, I_CHANNELS, I_DEAL, I_DEPMODEL, I_L1_SETS, I_L2_PART_BYTES,
                               I_L2_PARTS, I_L2_SETS, I_L2_SLICES, I_MSHR, I_PIPE_SLOTS, I_POLICY, I_RESIDENT,
                               I_SCHED, I_SLOTS, I_SMS, I_SMS_PER_PIPE, I_TIMELINE, I_RECORD_ORDER,
-                              I_WARP_SIZE, NUM_FPAR, NUM_IPAR, POLICY_CODES, SWITCH_INDEX, EngineInput)
+                              I_WARP_SIZE, I_FETCH_PF, NUM_FPAR, NUM_IPAR, POLICY_CODES, SWITCH_INDEX, EngineInput)
 from teg.engine.occupancy import occupancy
 from teg.engine.options import Options
 from teg.machine.model import Machine, OpInfo
@@ -85,6 +85,31 @@ def _static_from_program(program) -> dict:
             "rbar": tab["rbar"], "wait": wait, "mem_width": tab["mem_width"],
             "shared_operand": shared_operand, "depbar": depbar, "async": _async_roles(opcodes),
             "barrier_waits": barrier_waits}
+
+
+def _prefetch_lines(machine) -> int:
+    """How far the sequential instruction prefetch runs ahead of a warp (docs/model.md §3.9): the
+    table's ``icache_prefetch_lines``, else the lines a warp issuing one instruction per cycle
+    consumes during one L2 hit latency (instructions are 16 B from Volta on, 8 B before), so that
+    straight-line code never waits once the kernel's first line has arrived."""
+    gm = machine.memory
+    if not gm.icache_line_bytes:
+        return 0
+    if gm.icache_prefetch_lines is not None:
+        return int(gm.icache_prefetch_lines)
+    l2_latency = gm.l2.latency if gm.l2 is not None else gm.dram_latency
+    per_line = gm.icache_line_bytes // (16 if machine.sm >= 70 else 8)
+    return max(1, math.ceil(l2_latency / max(per_line, 1)))
+
+
+def _icache_lines(pcs, line_bytes: int | None) -> np.ndarray:
+    """Instruction-cache line of every static instruction, counted from the kernel's first line
+    (``-1`` everywhere when the machine has no instruction-fetch model: a perfect cache)."""
+    pcs = np.asarray(pcs, np.int64)
+    if not line_bytes or pcs.shape[0] == 0:
+        return np.full(pcs.shape[0], -1, np.int32)
+    lines = pcs // int(line_bytes)
+    return (lines - lines.min()).astype(np.int32)
 
 
 def _depbar_operands(ins) -> tuple[int, int]:
@@ -487,6 +512,7 @@ def lower(program, kernel_trace, machine: Machine, options: Options | None = Non
             fpar[F_L2_SLICE_SPB] = gm.l2_slices / gm.l2_bandwidth_bytes_per_clk
     ipar[I_DEAL] = int(whole_gpu)
     ipar[I_MSHR] = gm.l1_mshr_lines or 0
+    ipar[I_FETCH_PF] = _prefetch_lines(machine)
     ipar[I_CHANNELS] = gm.channels
     ipar[I_SMS_PER_PIPE] = max(1, min(gm.sms_per_pipeline, busy))
     ipar[I_PIPE_SLOTS] = int(gm.max_outstanding)
@@ -523,7 +549,7 @@ def lower(program, kernel_trace, machine: Machine, options: Options | None = Non
         s_stall=np.asarray(st["stall"], np.int32), s_yield=np.asarray(st["yield"], np.int32),
         s_wbar=np.asarray(st["wbar"], np.int32), s_rbar=np.asarray(st["rbar"], np.int32),
         s_wait=np.asarray(st["wait"], np.int32), s_depbar=np.asarray(st["depbar"], np.int32),
-        s_async=np.asarray(st["async"], np.int32),
+        s_async=np.asarray(st["async"], np.int32), s_iline=_icache_lines(st["pcs"], gm.icache_line_bytes),
         u_occ=np.array([machine.units[u].occupancy for u in unit_names], np.float64),
         u_count=np.array([machine.units[u].count for u in unit_names], np.int32),
         u_per_sm=np.array([int(machine.units[u].per == "sm") for u in unit_names], np.int32),

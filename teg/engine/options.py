@@ -30,6 +30,7 @@ MECHANISMS: dict[str, str] = {
     "barriers": "free barriers",
     "block_launch": "instant block launch",
     "kernel_launch": "no kernel launch overhead",
+    "instruction_fetch": "perfect instruction cache",
 }
 
 
@@ -60,7 +61,11 @@ class Options:
     * ``barriers`` — ``BAR`` waits for all warps of its block (off: it does not wait);
     * ``block_launch`` — a block dealt to a freed slot issues ``block_launch_cycles`` later (off: 1);
     * ``kernel_launch`` — the kernel takes ``kernel_launch_cycles`` beyond its SMs' work, its launch
-      and drain, charged to every SM as ``no_warp`` (off: 0).
+      and drain, charged to every SM as ``no_warp`` (off: 0);
+    * ``instruction_fetch`` — each SM starts the kernel with a cold instruction cache: a warp waits
+      for the line of code it needs to arrive from L2 (DRAM on the GPU's first fetch of it),
+      charged as ``instruction_fetch`` (off: a perfect instruction cache; no effect on machine
+      tables without ``icache_line_bytes``).
 
     Configuration: ``policy`` (``lrr`` loose round-robin, ``gto`` greedy-then-oldest),
     ``dependency_model`` (``auto`` = the machine table's default when the SASS carries control
@@ -87,6 +92,7 @@ class Options:
     barriers: bool = True
     block_launch: bool = True
     kernel_launch: bool = True
+    instruction_fetch: bool = True
     policy: str = "gto"
     dependency_model: str = "auto"
     sms: int | None = None

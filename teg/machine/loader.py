@@ -377,7 +377,8 @@ def _build_memory(m: dict, num_sms: int, warp_size: int, clock_mhz: float) -> Gl
         max_out = int(_v(mo))
     opt = {k: (float(_v(m[k])) if m.get(k) is not None else None)
            for k in ("l2_bandwidth_bytes_per_clk", "local_latency", "const_latency")}
-    for k in ("l2_partitions", "l2_partition_bytes", "l2_slices", "l1_mshr_lines"):
+    for k in ("l2_partitions", "l2_partition_bytes", "l2_slices", "l1_mshr_lines", "icache_line_bytes",
+              "icache_prefetch_lines"):
         if m.get(k) is not None:
             opt[k] = int(_v(m[k]))
     if m.get("l2_far_latency") is not None:

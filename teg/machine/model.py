@@ -114,6 +114,8 @@ class GlobalMemory:
     l2_far_latency: float | None = None  # load-to-use latency of a hit in the far partition
     l2_slices: int | None = None        # L2 slices in all; each serves l2_bandwidth_bytes_per_clk / l2_slices
     l1_mshr_lines: int | None = None    # outstanding L1 misses per SM, one entry per cache line (None: C_mem)
+    icache_line_bytes: int | None = None  # instruction-cache line; None: a perfect instruction cache
+    icache_prefetch_lines: int | None = None  # lines the sequential prefetch runs ahead (None: derived)
     l1_caches_global_loads: bool = True  # False: plain global/generic loads are L2-only and only
                                          # loads that ask for L1 (.CI/.CONSTANT = .nc, .CA) use it
                                          # (Maxwell/Pascal; teg.memory.cachepolicy.bypasses_l1)

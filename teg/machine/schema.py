@@ -365,6 +365,8 @@ TABLE = Section({
         "local_latency": Num(positive=True, required=False),
         "const_latency": Num(positive=True, required=False),
         "l1_caches_global_loads": Flag(required=False),
+        "icache_line_bytes": Num(integer=True, positive=True, required=False, power_of_two=True, maximum=64 * KIB),
+        "icache_prefetch_lines": Num(integer=True, required=False, maximum=1024),
     }),
     "opcodes": Section({
         "classes": MapOf(Section(dict(OPCLASS_FIELDS)), key_pattern=NAME, min_items=1),
