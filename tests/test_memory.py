@@ -149,22 +149,35 @@ def test_a_partition_of_the_l2_indexes_its_sets_without_the_home_bits():
 
 @settings(max_examples=60, deadline=None)
 @given(st.integers(1, 7), st.sampled_from([1, 2, 4]), st.sampled_from([(128, 32), (64, 64), (32, 8)]),
-       st.lists(st.integers(0, 1 << 20), min_size=1, max_size=80), st.sampled_from([(0, 0), (0, 1), (1, 1), (3, 2)]))
-def test_cache_matches_reference_lru(sets, assoc, geometry, addrs, skip):
+       st.lists(st.integers(0, 1 << 20), min_size=1, max_size=80), st.sampled_from([(0, 0), (0, 1), (1, 1), (3, 2)]),
+       st.booleans())
+def test_cache_matches_reference_lru(sets, assoc, geometry, addrs, skip, hashed):
     """Shift/mask indexing (power-of-two set counts) and the division path (any other count) behave
     as a plain per-set LRU list of lines, each with its set of valid sectors; with ``skip`` = (at,
-    bits) the set is the line number with those bits taken out, mod the set count."""
+    bits) the set is the line number with those bits taken out, mod the set count; ``hashed``
+    first XORs every higher ⌊log2 sets⌋-bit field of that number into its lowest field."""
     line, sector = geometry
     at, bits = skip
     s, a, ln, sc = cache_geometry(sets * assoc * line, line, sector, assoc)
     assert (s, a) == (sets, assoc)
-    shape = cache_shape(s, a, ln, sc, at, bits)
+    shape = cache_shape(s, a, ln, sc, at, bits, hashed)
+    fold = sets.bit_length() - 1 if hashed else 0
+
+    def set_of(lno):
+        idx = lno % 2 ** at + lno // 2 ** (at + bits) * 2 ** at
+        if fold:
+            x = idx >> fold
+            while x:
+                idx ^= x % 2 ** fold
+                x >>= fold
+        return idx % sets
+
     assert (shape[4] >= 0) == (sets & (sets - 1) == 0)
     state = cache_new(2, shape)                    # two caches in one table: use cache 1
     ref = [{} for _ in range(sets)]                # per set: line -> valid sectors, oldest first
     for x in addrs:
         lno, sec = x // line, (x % line) // sector
-        lru = ref[(lno % 2 ** at + lno // 2 ** (at + bits) * 2 ** at) % sets]
+        lru = ref[set_of(lno)]
         want = sec in lru.get(lno, ())
         if lno in lru:
             secs = lru.pop(lno)
@@ -175,6 +188,24 @@ def test_cache_matches_reference_lru(sets, assoc, geometry, addrs, skip):
         lru[lno] = secs | {sec}
         assert cache_access(state, 1, shape, x) == want
     assert (state[:s] == -1).all()                 # cache 0 untouched
+
+
+def test_xor_placement_spreads_a_power_of_two_stride_and_keeps_runs_whole():
+    """4 direct-mapped sets: lines 0, 4, 8, 12 (stride = the set count) all index set 0 mod 4 and
+    evict each other; XOR-folded they take sets 0, 1, 2, 3 and all stay. A run of consecutive
+    lines as long as the set count, aligned to it, still fills every set once (the fold XORs such
+    a run with one value)."""
+    for hashed, second_pass_hits in ((False, 0), (True, 4)):
+        shape = cache_shape(4, 1, 128, 128, 0, 0, hashed)
+        state = cache_new(1, shape)
+        for ln in (0, 4, 8, 12):
+            assert not cache_access(state, 0, shape, ln * 128)
+        assert sum(cache_access(state, 0, shape, ln * 128) for ln in (0, 4, 8, 12)) == second_pass_hits
+    shape = cache_shape(4, 1, 128, 128, 0, 0, True)
+    state = cache_new(1, shape)
+    for ln in range(20, 24):
+        cache_access(state, 0, shape, ln * 128)
+    assert all(cache_access(state, 0, shape, ln * 128) for ln in range(20, 24))
 
 
 def test_cache_geometry_needs_powers_of_two():

@@ -55,7 +55,7 @@ from teg.engine.input import (F_DRAM_LAT, F_ISSUE_INTERVAL, F_L1_LAT, F_L2_FAR_L
                               F_L2_SLICE_SPB, F_LAUNCH_LAT, F_RBAR_LAT, F_SERVICE_PER_BYTE,
                               F_WAVEFRONT_CYCLES, I_CHANNELS, I_DEAL, I_DEPMODEL, I_L1_ASSOC,
                               I_L1_LINE, I_L1_SECTOR, I_L1_SETS, I_L2_ASSOC, I_L2_LINE,
-                              I_FETCH_PF, I_L2_PART_BYTES, I_L2_PARTS, I_L2_SECTOR, I_L2_SETS, I_L2_SLICES,
+                              I_FETCH_PF, I_L1_HASH, I_L2_HASH, I_L2_PART_BYTES, I_L2_PARTS, I_L2_SECTOR, I_L2_SETS, I_L2_SLICES,
                               I_MSHR, I_PIPE_SLOTS, I_POLICY, I_RESIDENT, I_SCHED, I_SLOTS, I_SMS,
                               I_SMS_PER_PIPE, I_SW_BANK, I_SW_BAR, I_SW_BW, I_SW_COAL, I_SW_DEPS, I_SW_FETCH,
                               I_SW_L1, I_SW_L2, I_SW_LAUNCH, I_SW_SAME, I_SW_SKEW, I_SW_UNITS, I_TIMELINE)
@@ -726,8 +726,9 @@ def _mem_config(ipar, fpar):
     return MemConfig(
         ipar[I_SW_COAL] != 0, ipar[I_SW_L1] != 0, ipar[I_SW_L2] != 0, ipar[I_SW_BW] != 0, ipar[I_SW_SKEW] != 0,
         l1_sets > 0, l2_sets > 0,
-        cache_shape(max(l1_sets, 1), l1_assoc, l1_line, l1_sector),
-        cache_shape(max(l2_sets, 1), l2_assoc, l2_line, l2_sector, max(skip_at, 0), max(skip_bits, 0)),
+        cache_shape(max(l1_sets, 1), l1_assoc, l1_line, l1_sector, 0, 0, ipar[I_L1_HASH] != 0),
+        cache_shape(max(l2_sets, 1), l2_assoc, l2_line, l2_sector, max(skip_at, 0), max(skip_bits, 0),
+                    ipar[I_L2_HASH] != 0),
         max(ipar[I_CHANNELS], 1), n_parts, max(ipar[I_L2_PART_BYTES], 1), n_slices,
         max(n_slices // n_parts, 1),
         max(n_slices // max(ipar[I_CHANNELS], 1), 1),          # slices per DRAM channel
@@ -739,10 +740,11 @@ def _mem_config(ipar, fpar):
 
 
 @_hot
-def _global_access(mem, mc, tx, counters, tx_rec, t, row, sm, pp, store, depcause):
+def _global_access(mem, mc, tx, counters, tx_rec, t, row, sm, pp, store, depcause, l1x):
     """The global access of row ``row``, issued at ``t`` on ``sm`` (memory pipeline ``pp``; ``store``
     and ``depcause`` its instruction's X_STORE and X_DEPCAUSE): each transaction through L1, an
-    MSHR entry or memory-pipeline slot, its L2 slice, the L2 and a DRAM channel. Returns
+    MSHR entry or memory-pipeline slot, its L2 slice, the L2 and a DRAM channel; an L1 hit's data
+    come ``l1x`` cycles later than the latency (the access's further wavefronts). Returns
     ``(done, base, c1, c2)``: when its last result is back, the same without queueing (the
     split), and the causes a consumer waiting on it is charged."""
     heap, pipe_n, chan_free, chan_scale = mem.heap, mem.pipe_n, mem.chan_free, mem.chan_scale
@@ -823,7 +825,7 @@ def _global_access(mem, mc, tx, counters, tx_rec, t, row, sm, pp, store, depcaus
         if has_l1 and not is_store:
             if l1_hit or not sw_l1:
                 counters[C_L1H] += 1
-                d = t + l1_lat
+                d = t + l1_lat + l1x
                 if sw_l1 and l1_rt > d:
                     d = l1_rt       # the line's fill is still on its way
                     missed = True
@@ -1489,6 +1491,10 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                 counters[C_SH_ACC] += 1
                 counters[C_SH_WAVE] += w
                 counters[C_SH_WMIN] += wmin
+            elif mem == MEM_GLOBAL:
+                # the L1 data stage's wavefronts: one per cache line (0 where not modelled)
+                wmin = _max2(1, r_wave_min[row])
+                w = _max2(1, r_wave[row]) if mc.sw_coal else wmin
             if sw_units:
                 bc, m = _earliest_copy(sli, uf, slot)
                 uf[_nonneg(sli[slot, SLI_UOFF]), bc] = t + sf[f + SF_OCC] * w
@@ -1510,7 +1516,7 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                 c2 = BANK_CONFLICT
             elif mem == MEM_GLOBAL:
                 done, base, c1, c2 = _global_access(memory, mc, txs, counters, tx_rec, t, row, sm, pp, sx[x + X_STORE],
-                                                    sx[x + X_DEPCAUSE])
+                                                    sx[x + X_DEPCAUSE], (w - 1) * wfc)
             else:
                 done = t + sf[f + SF_LAT]
                 base = done

@@ -47,7 +47,9 @@ I_SW_KLAUNCH = 36
 # instruction fetch (docs/model.md §3.9): I_SW_FETCH 0 = a perfect instruction cache (s_iline
 # ignored); I_FETCH_PF lines fetched beyond a missing one (sequential prefetch)
 I_SW_FETCH, I_FETCH_PF = 37, 38
-NUM_IPAR = 39
+# I_L1_HASH / I_L2_HASH 1 = XOR-based set index (teg.memory.cache.cache_shape ``hashed``), 0 = line mod sets
+I_L1_HASH, I_L2_HASH = 39, 40
+NUM_IPAR = 41
 # ---- fpar indexes
 F_ISSUE_INTERVAL, F_L1_LAT, F_L2_LAT, F_DRAM_LAT, F_SERVICE_PER_BYTE = 0, 1, 2, 3, 4
 F_WAVEFRONT_CYCLES, F_RBAR_LAT, F_LAUNCH_LAT = 5, 6, 7
@@ -145,7 +147,8 @@ def make_input(*, lat_exec, lat_multi, lat_same, unit=None, dst=None, src=None, 
                service_per_byte=0.0, sms_per_pipeline=1, pipe_slots=0, wavefront_cycles=0.0,
                rbar_latency=1.0, launch_latency=0.0, kernel_launch=0.0, record_timeline=True, record_order=False,
                deal=False, l2_partitions=1, l2_partition_bytes=8192, l2_far_latency=None, l2_slices=0,
-               l2_slice_bytes_per_clk=0.0, mshr_lines=0, iline=None, fetch_prefetch=0, meta=None) -> EngineInput:
+               l2_slice_bytes_per_clk=0.0, mshr_lines=0, iline=None, fetch_prefetch=0, hashed=(False, False),
+               meta=None) -> EngineInput:
     """Build an :class:`EngineInput` by hand (tests, synthetic experiments).
 
     ``lat_*``, ``unit``, ``dst``/``src`` (lists of register-id lists) … describe the static
@@ -160,6 +163,7 @@ def make_input(*, lat_exec, lat_multi, lat_same, unit=None, dst=None, src=None, 
     ``iline`` gives each static instruction's instruction-cache line (default: -1, a perfect
     instruction cache), ``fetch_prefetch`` the lines fetched beyond a missing one; a missing line
     takes ``dram_latency`` on its first fetch in the GPU, the L2 latency (``l2[4]``) after.
+    ``hashed`` = (L1, L2): XOR-based set indexes instead of line mod sets.
     ``switches`` maps mechanism names of :class:`teg.engine.Options` to booleans. ``ctrl`` holds
     per-static lists of control-code fields (``ctrl`` present, ``stall``, ``yield``, ``wbar``,
     ``rbar``, ``wait``), ``depbar`` / ``depbar_n`` (``DEPBAR.LE SBb, N``) and ``async`` (1 = cp.async
@@ -220,6 +224,7 @@ def make_input(*, lat_exec, lat_multi, lat_same, unit=None, dst=None, src=None, 
     ipar[I_DEAL], ipar[I_L2_PARTS], ipar[I_L2_PART_BYTES] = int(deal), l2_partitions, l2_partition_bytes
     ipar[I_L2_SLICES], ipar[I_MSHR] = l2_slices, mshr_lines
     ipar[I_FETCH_PF] = fetch_prefetch
+    ipar[I_L1_HASH], ipar[I_L2_HASH] = int(hashed[0]), int(hashed[1])
     fpar[F_L2_FAR_LAT] = l2_far_latency if l2_far_latency is not None else (l2[4] if l2 is not None else 0.0)
     fpar[F_L2_SLICE_SPB] = 1.0 / l2_slice_bytes_per_clk if l2_slice_bytes_per_clk > 0 else 0.0
     fpar[F_ISSUE_INTERVAL] = issue_interval

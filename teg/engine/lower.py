@@ -39,14 +39,14 @@ from teg.engine.input import (DEPMODEL_CODES, F_DRAM_LAT, F_ISSUE_INTERVAL, F_KE
                               F_WAVEFRONT_CYCLES, I_CHANNELS, I_DEAL, I_DEPMODEL, I_L1_SETS, I_L2_PART_BYTES,
                               I_L2_PARTS, I_L2_SETS, I_L2_SLICES, I_MSHR, I_PIPE_SLOTS, I_POLICY, I_RESIDENT,
                               I_SCHED, I_SLOTS, I_SMS, I_SMS_PER_PIPE, I_TIMELINE, I_RECORD_ORDER,
-                              I_WARP_SIZE, I_FETCH_PF, NUM_FPAR, NUM_IPAR, POLICY_CODES, SWITCH_INDEX, EngineInput)
+                              I_WARP_SIZE, I_FETCH_PF, I_L1_HASH, I_L2_HASH, NUM_FPAR, NUM_IPAR, POLICY_CODES, SWITCH_INDEX, EngineInput)
 from teg.engine.occupancy import occupancy
 from teg.engine.options import Options
 from teg.machine.model import Machine, OpInfo
 from teg.memory.cache import cache_geometry
 from teg.memory.cachepolicy import bypasses_l1
 from teg.memory.channels import channel_of
-from teg.memory.coalesce import cc13_transactions, sector_transactions
+from teg.memory.coalesce import cc13_transactions, line_wavefronts, sector_transactions
 from teg.memory.shared import shared_wavefronts
 from teg.sass.effects import ASYNC_COMMIT_OPS, ASYNC_COPY_OPS
 
@@ -452,6 +452,11 @@ def lower(program, kernel_trace, machine: Machine, options: Options | None = Non
     else:
         tx_start, tx_addr, tx_bytes, tx_min, tx_min_bytes = sector_transactions(
             addr_start, addresses, mask, width, is_global, gm.segment_bytes[0], machine.warp_size)
+    if gm.coalescing == "sector" and gm.l1 is not None:
+        # every global access passes the unified L1's data stage one cache line per cycle
+        g_wave, g_wave_min = line_wavefronts(tx_start, tx_addr, tx_min_bytes, gm.l1.line_bytes)
+        r_wave = np.where(is_global, g_wave, r_wave)
+        r_wave_min = np.where(is_global, g_wave_min, r_wave_min)
     # DRAM channel of every global transaction; their per-channel counts are the load behind the
     # "no channel skew" service scale (EngineInput.chan_scale, derived by the core from tx_chan)
     tx_chan = channel_of(tx_addr, gm.channels, gm.interleave_bytes, gm.channel_hash)
@@ -495,6 +500,7 @@ def lower(program, kernel_trace, machine: Machine, options: Options | None = Non
         l1_size = gm.l1.size_bytes - resident * shmem_alloc
         if l1_size >= gm.l1.line_bytes:
             ipar[I_L1_SETS:I_L1_SETS + 4] = cache_geometry(l1_size, gm.l1.line_bytes, gm.l1.sector_bytes, gm.l1.assoc)
+            ipar[I_L1_HASH] = int(gm.l1.index == "xor")
             fpar[F_L1_LAT] = gm.l1.latency
         else:
             notes.append("no L1 left beside the blocks' shared memory")
@@ -504,6 +510,7 @@ def lower(program, kernel_trace, machine: Machine, options: Options | None = Non
         parts = gm.l2_partitions if whole_gpu else 1
         l2_size = max(int(gm.l2.size_bytes * share / parts), gm.l2.line_bytes)
         ipar[I_L2_SETS:I_L2_SETS + 4] = cache_geometry(l2_size, gm.l2.line_bytes, gm.l2.sector_bytes, gm.l2.assoc)
+        ipar[I_L2_HASH] = int(gm.l2.index == "xor")
         fpar[F_L2_LAT] = gm.l2.latency
         fpar[F_L2_FAR_LAT] = gm.l2_far_latency if (parts > 1 and gm.l2_far_latency) else gm.l2.latency
         ipar[I_L2_PARTS], ipar[I_L2_PART_BYTES] = parts, gm.l2_partition_bytes

@@ -356,7 +356,7 @@ def _build_cache(c: dict | None, name: str) -> Cache | None:
                                      f"at most {MAX_SECTORS_PER_LINE} sectors per line of {_v(c['line_bytes'])} B")
     return Cache(size_bytes=int(_v(c["size_bytes"])), line_bytes=int(_v(c["line_bytes"])),
                  sector_bytes=int(_v(c["sector_bytes"])), assoc=int(_v(c["assoc"])),
-                 latency=float(_v(c["latency"])))
+                 latency=float(_v(c["latency"])), index=str(c.get("index", "linear")))
 
 
 def _build_memory(m: dict, num_sms: int, warp_size: int, clock_mhz: float) -> GlobalMemory:

@@ -75,6 +75,7 @@ class Cache:
     sector_bytes: int
     assoc: int
     latency: float          # load-to-use latency on a hit (cycles)
+    index: str = "linear"   # set index: "linear" (line mod sets) or "xor" (XOR-based placement)
 
 
 @dataclass(frozen=True)

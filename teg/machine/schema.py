@@ -272,6 +272,7 @@ CACHE = Section({
     "sector_bytes": Num(integer=True, positive=True, power_of_two=True, maximum=4 * KIB),
     "assoc": Num(integer=True, positive=True, maximum=1024),
     "latency": Num(positive=True),
+    "index": Str(("linear", "xor"), required=False),
 }, required=False, nullable=True)
 # an L1 is per SM: its state is held once per simulated SM (the largest real one is 256 kB)
 L1_CACHE = replace(CACHE, fields={**CACHE.fields, "size_bytes": Num(integer=True, positive=True, maximum=MIB)})

@@ -58,18 +58,25 @@ def _log2(x):
 
 
 @njit(cache=True)
-def cache_shape(sets, assoc, line_bytes, sector_bytes, skip_at=0, skip_bits=0):
+def cache_shape(sets, assoc, line_bytes, sector_bytes, skip_at=0, skip_bits=0, hashed=False):
     """The geometry as :func:`cache_access` uses it (arguments as :func:`cache_geometry` returns
     and checks them): ``(sets, assoc, line_shift, sector_shift, set_shift, mask_bits, skip_at,
-    skip_bits)``, where ``set_shift`` is -1 when ``sets`` is not a power of two (the set index then
+    skip_bits, fold)``, where ``set_shift`` is -1 when ``sets`` is not a power of two (the set index then
     needs a division), ``mask_bits`` is the number of sectors per line (the width of an entry's
     sector mask), and the set index leaves out ``skip_bits`` bits of the line number starting at
     bit ``skip_at`` (a partition of a partitioned L2: the home-partition bits; 0 = none).
+    ``hashed``: XOR-based placement — the set index's low ``fold = ⌊log2 sets⌋`` bits are the XOR of
+    every ``fold``-bit field of the line number (:func:`cache_row`); ``fold`` 0 = the plain modulo.
     Integer division by a run-time value is the slowest arithmetic a CPU does, and an access would
     otherwise make four of them."""
     line_shift = _log2(line_bytes)
     sector_shift = _log2(sector_bytes)
-    return sets, assoc, line_shift, sector_shift, _log2(sets), 1 << (line_shift - sector_shift), skip_at, skip_bits
+    fold = 0
+    if hashed:
+        while (2 << fold) <= sets:
+            fold += 1
+    return (sets, assoc, line_shift, sector_shift, _log2(sets), 1 << (line_shift - sector_shift), skip_at, skip_bits,
+            fold)
 
 
 @njit(cache=True)
@@ -82,11 +89,16 @@ def cache_new(caches, shape):
 def cache_row(cache_index, shape, addr):
     """Row of the state array (:func:`cache_new`) that holds the set of byte ``addr`` in cache
     ``cache_index``, and the line's tag (its line number)."""
-    sets, line_shift, set_shift, skip_at, skip_bits = shape[0], shape[2], shape[4], shape[6], shape[7]
+    sets, line_shift, set_shift, skip_at, skip_bits, fold = shape[0], shape[2], shape[4], shape[6], shape[7], shape[8]
     line = addr >> line_shift                       # addr // line_bytes
     idx = line
     if skip_bits > 0:                               # the home-partition bits do not index sets
         idx = ((line >> (skip_at + skip_bits)) << skip_at) | (line & ((1 << skip_at) - 1))
+    if fold > 0:                                    # XOR-based placement: fold the higher fields in
+        x = idx >> fold
+        while x > 0:
+            idx ^= x & ((1 << fold) - 1)
+            x >>= fold
     if set_shift >= 0:
         s = idx & (sets - 1)                        # idx % sets
     else:

@@ -211,3 +211,23 @@ def _two_pass(pass_fn, addr_start, addresses, mask, width, is_global, *rule_args
     out_bytes = np.zeros(m, np.int64)
     pass_fn(*args, True, start, out_addr, out_bytes, min_count, min_bytes)
     return start, out_addr, out_bytes, min_count, min_bytes
+
+
+def line_wavefronts(start, tx_addr, min_bytes, line_bytes):
+    """L1 data-stage wavefronts of every row (sm_70+ unified L1/shared memory: the data stage
+    reads one ``line_bytes`` cache line per cycle, Nsight Compute's *wavefronts*): the distinct
+    lines among the row's sectors (``sector_transactions`` lists them sorted), and the minimum
+    under perfect coalescing, ``ceil(min_bytes / line_bytes)`` but never more than the rule's own
+    count. Rows without transactions get 0 (shared-memory rows keep their own wavefronts)."""
+    start = np.asarray(start, np.int64)
+    n_rows = start.shape[0] - 1
+    counts = np.diff(start)
+    lines = np.asarray(tx_addr, np.int64) // int(line_bytes)
+    first = np.zeros(lines.shape[0], bool)
+    first[start[:-1][counts > 0]] = True                    # a row's first transaction opens a line
+    new = first.copy()
+    new[1:] |= lines[1:] != lines[:-1]
+    row_of = np.repeat(np.arange(n_rows), counts)
+    wave = np.bincount(row_of[new], minlength=n_rows).astype(np.int32)
+    wave_min = np.minimum(-(-np.asarray(min_bytes, np.int64) // int(line_bytes)), wave).astype(np.int32)
+    return wave, wave_min

@@ -167,10 +167,10 @@ def period_table(warp_start: np.ndarray, is_mem: np.ndarray, comp_class: np.ndar
 
 @njit(cache=True)
 def _simulate(order, txn_start, txn_addr, is_load, skips_l1, sm_of_row, n_sms, l1_on, l1_geo, l2_on, l2_geo):
-    s1, a1, line1, sec1 = l1_geo
-    s2, a2, line2, sec2 = l2_geo
-    shape1 = cache_shape(s1, a1, line1, sec1)
-    shape2 = cache_shape(s2, a2, line2, sec2)
+    s1, a1, line1, sec1, h1 = l1_geo
+    s2, a2, line2, sec2, h2 = l2_geo
+    shape1 = cache_shape(s1, a1, line1, sec1, 0, 0, h1 != 0)
+    shape2 = cache_shape(s2, a2, line2, sec2, 0, 0, h2 != 0)
     c1 = cache_new(n_sms, shape1)
     c2 = cache_new(1, shape2)
     loads = 0
@@ -213,8 +213,10 @@ def cache_hit_rates(machine, warp_start: np.ndarray, rows: np.ndarray, is_load: 
     pos = np.arange(warp_start[-1]) - warp_start[:-1][warp_of]
     sel = rows
     order = sel[np.lexsort((warp_of[sel], pos[sel]))].astype(np.int64)
-    geo1 = cache_geometry(mem.l1.size_bytes, mem.l1.line_bytes, mem.l1.sector_bytes, mem.l1.assoc) if mem.l1 else (1, 1, 128, 32)
-    geo2 = cache_geometry(mem.l2.size_bytes, mem.l2.line_bytes, mem.l2.sector_bytes, mem.l2.assoc) if mem.l2 else (1, 1, 128, 32)
+    geo1 = (cache_geometry(mem.l1.size_bytes, mem.l1.line_bytes, mem.l1.sector_bytes, mem.l1.assoc)
+            + (int(mem.l1.index == "xor"),) if mem.l1 else (1, 1, 128, 32, 0))
+    geo2 = (cache_geometry(mem.l2.size_bytes, mem.l2.line_bytes, mem.l2.sector_bytes, mem.l2.assoc)
+            + (int(mem.l2.index == "xor"),) if mem.l2 else (1, 1, 128, 32, 0))
     sm_of_row = (np.asarray(block, np.int64) % max(1, active_sms))
     loads, l1h, l2a, l2h = _simulate(order, np.asarray(txn_start, np.int64), np.asarray(txn_addr, np.int64),
                                      np.asarray(is_load, np.bool_),
