@@ -155,7 +155,9 @@ def test_cache_matches_reference_lru(sets, assoc, geometry, addrs, skip, hashed)
     """Shift/mask indexing (power-of-two set counts) and the division path (any other count) behave
     as a plain per-set LRU list of lines, each with its set of valid sectors; with ``skip`` = (at,
     bits) the set is the line number with those bits taken out, mod the set count; ``hashed``
-    first XORs every higher ⌊log2 sets⌋-bit field of that number into its lowest field."""
+    first XORs every higher ⌊log2 sets⌋-bit field of that number into its lowest field (a power of
+    two set count), or adds the XOR of the quotient's fields to the remainder, mod the set count
+    (any other)."""
     line, sector = geometry
     at, bits = skip
     s, a, ln, sc = cache_geometry(sets * assoc * line, line, sector, assoc)
@@ -163,13 +165,19 @@ def test_cache_matches_reference_lru(sets, assoc, geometry, addrs, skip, hashed)
     shape = cache_shape(s, a, ln, sc, at, bits, hashed)
     fold = sets.bit_length() - 1 if hashed else 0
 
+    def xor_fields(x):
+        h = 0
+        while x:
+            h ^= x % 2 ** fold
+            x >>= fold
+        return h
+
     def set_of(lno):
         idx = lno % 2 ** at + lno // 2 ** (at + bits) * 2 ** at
+        if fold and sets & (sets - 1) == 0:
+            return (idx ^ xor_fields(idx >> fold)) % sets
         if fold:
-            x = idx >> fold
-            while x:
-                idx ^= x % 2 ** fold
-                x >>= fold
+            return (idx % sets + xor_fields(idx // sets)) % sets
         return idx % sets
 
     assert (shape[4] >= 0) == (sets & (sets - 1) == 0)

@@ -94,15 +94,24 @@ def cache_row(cache_index, shape, addr):
     idx = line
     if skip_bits > 0:                               # the home-partition bits do not index sets
         idx = ((line >> (skip_at + skip_bits)) << skip_at) | (line & ((1 << skip_at) - 1))
-    if fold > 0:                                    # XOR-based placement: fold the higher fields in
-        x = idx >> fold
-        while x > 0:
-            idx ^= x & ((1 << fold) - 1)
-            x >>= fold
     if set_shift >= 0:
+        if fold > 0:                                # XOR-based placement: fold the higher fields in
+            x = idx >> fold
+            while x > 0:
+                idx ^= x & ((1 << fold) - 1)
+                x >>= fold
         s = idx & (sets - 1)                        # idx % sets
     else:
-        s = idx - (idx // sets) * sets
+        q = idx // sets
+        s = idx - q * sets
+        if fold > 0:                                # not a power of two: the remainder is rotated by
+            h = 0                                   # the quotient's fold (< sets), a permutation of
+            while q > 0:                            # each aligned run of `sets` lines
+                h ^= q & ((1 << fold) - 1)
+                q >>= fold
+            s += h
+            if s >= sets:
+                s -= sets
     return cache_index * sets + s, line
 
 
