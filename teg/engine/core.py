@@ -450,7 +450,7 @@ Blocks = namedtuple("Blocks", ("c_start", "c_end", "r_sidx", "b_ctx_start", "sm_
 
 @_cold
 def _fetch_line(st, sm, line, now):
-    """Instruction fetch (docs/model.md §3.9): the time ``line`` of the kernel's code is in ``sm``'s
+    """Instruction fetch (docs/model.md §2): the time ``line`` of the kernel's code is in ``sm``'s
     instruction cache. Each SM starts the kernel with none of its code. A warp reaching ``line``
     at ``now`` (the cycle its instruction became current) requests it if the SM has not, and keeps
     the sequential prefetch ``f_pf`` lines ahead of it (``front[sm]``: the last line requested

@@ -44,7 +44,7 @@ I_SW_LAUNCH = 35
 # I_SW_KLAUNCH 0 = no kernel launch/drain overhead (F_KERNEL_LAUNCH ignored); the jitted loop never
 # reads either: :func:`teg.engine.run` adds the overhead to the loop's cycles
 I_SW_KLAUNCH = 36
-# instruction fetch (docs/model.md §3.9): I_SW_FETCH 0 = a perfect instruction cache (s_iline
+# instruction fetch (docs/model.md §2, "Instruction fetch"): I_SW_FETCH 0 = a perfect instruction cache (s_iline
 # ignored); I_FETCH_PF lines fetched beyond a missing one (sequential prefetch)
 I_SW_FETCH, I_FETCH_PF = 37, 38
 # I_L1_HASH / I_L2_HASH 1 = XOR-based set index (teg.memory.cache.cache_shape ``hashed``), 0 = line mod sets

@@ -88,7 +88,7 @@ def _static_from_program(program) -> dict:
 
 
 def _prefetch_lines(machine) -> int:
-    """How far the sequential instruction prefetch runs ahead of a warp (docs/model.md §3.9): the
+    """How far the sequential instruction prefetch runs ahead of a warp (docs/model.md §2, "Instruction fetch"): the
     table's ``icache_prefetch_lines``, else the lines a warp issuing one instruction per cycle
     consumes during one L2 hit latency (instructions are 16 B from Volta on, 8 B before), so that
     straight-line code never waits once the kernel's first line has arrived."""
