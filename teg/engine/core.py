@@ -99,9 +99,9 @@ C_STEPS, C_EVALS = CTR["engine_steps"], CTR["warp_evaluations"]
 # array descriptors in the jitted loop: about 10 % faster on ALU-bound traces, same results).
 # Warp slots, floats ``slf[slot, SLF_*]``: t_dep of the current instruction, its split time (the
 # producer's conflict/queue-free ready time), same-warp issue time, barrier release time, cycle
-# the instruction became current, the code line the warp is in (-1: none yet; instruction fetch).
-SLF_TDEP, SLF_SPLIT, SLF_SAME, SLF_BAR, SLF_SINCE, SLF_LINE = range(6)
-NUM_SLF = 6
+# the instruction became current.
+SLF_TDEP, SLF_SPLIT, SLF_SAME, SLF_BAR, SLF_SINCE = range(5)
+NUM_SLF = 5
 # Warp slots, integers ``sli[slot, SLI_*]``: context (-1 = free), current row, end row, static
 # index of the current row, t_dep's two causes, same-warp cause, launch order (age), yield flag,
 # block, row (unit group) in ``uf`` and count of the current unit's copies, needs-a-memory-pipeline-slot
@@ -312,8 +312,8 @@ def _bar_write(bs, bsc, bq, bqc, bqn, slot, b, rt, rb, c1, c2, ring):
 # float array with constant row widths (one base pointer each, row offsets the compiler knows) and
 # folded with the run's switches where the loop would otherwise combine them at every issue.
 (X_UNIT, X_UPSM, X_UCNT, X_MEM, X_GMEM, X_STORE, X_BAR, X_DEPCAUSE, X_CC, X_YIELD, X_WBAR, X_RBAR,
- X_WAIT, X_DEPBAR, X_ASYNC, X_FAST, X_NSRC, X_NDST, X_ILINE) = range(19)
-X_SRC = 19                  # source registers: room for 16 (the lowering's MAX_SRC)
+ X_WAIT, X_DEPBAR, X_ASYNC, X_FAST, X_NSRC, X_NDST, X_ILINE, X_FCHK) = range(20)
+X_SRC = 20                  # source registers: room for 16 (the lowering's MAX_SRC)
 X_DST = X_SRC + 16          # destination registers: room for 14 (the lowering's MAX_DST is 8)
 X_NWAW = X_DST + 14         # destinations that are not also sources (write-after-write checks)
 X_WAW = X_NWAW + 1
@@ -325,13 +325,15 @@ FW = 8                      # row width of the float table
 @_helper
 def _pack_static(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_lat, s_store, s_barrier,
                  s_depcause, s_dst, s_src, s_ctrl, s_stall, s_yield, s_wbar, s_rbar, s_wait, s_depbar, s_async,
-                 s_iline, u_count, u_per_sm, depmodel, pipe_limited, can_fast, issue_interval, sw_same, sw_bar):
+                 s_iline, s_fchk, u_count, u_per_sm, depmodel, pipe_limited, can_fast, issue_interval, sw_same,
+                 sw_bar):
     """The static tables as the loop reads them (``X_*`` / ``SF_*`` columns): ``X_CC`` = the
     instruction is timed by its control codes; ``SF_SAME`` its same-warp delay (stall count or
     same-warp latency, at least 1; 1 cycle / the multi-warp latency with that switch off);
     ``SF_FREE`` the scheduler's busy time ``max(issue interval, multi-warp latency)``;
     ``X_FAST`` a single-cycle issue (the scan may stop at the first eligible warp); ``X_ILINE`` the
-    instruction-cache line the instruction lies in (-1: fetch not modelled); ``X_GMEM``
+    instruction-cache line the instruction lies in (-1: fetch not modelled), ``X_FCHK`` a warp may
+    enter that line at this instruction (:func:`_fetch_checks`); ``X_GMEM``
     needs a memory-pipeline slot; ``X_BAR`` a BAR that waits (free barriers: none); source and
     destination lists with their lengths (up to the first -1), and the destinations the
     write-after-write check needs (``X_WAW``: those that are not also sources)."""
@@ -360,6 +362,7 @@ def _pack_static(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_me
         sx[x + X_ASYNC] = s_async[s]
         sx[x + X_FAST] = can_fast and s_lat_multi[s] <= 1.0
         sx[x + X_ILINE] = s_iline[s]
+        sx[x + X_FCHK] = s_fchk[s]
         k = 0
         while k < s_src.shape[1] and s_src[s, k] >= 0:
             sx[x + X_SRC + k] = s_src[s, k]
@@ -480,11 +483,10 @@ def _compute_tdep(w, st, slot):
     c1 = sli[slot, SLI_SAMEC]
     c2 = c1
     sp = t0
-    # instruction fetch: checked when the warp enters another line (SLF_LINE: the line it is in)
-    if st.has_fetch and sx[x + X_ILINE] != slf[slot, SLF_LINE] and sx[x + X_ILINE] >= 0:
+    # instruction fetch: checked where a warp may enter another line (X_FCHK)
+    if st.has_fetch and sx[x + X_FCHK] != 0:
         sm = _nonneg(sli[slot, SLI_SM])
         line = _nonneg(sx[x + X_ILINE])
-        slf[slot, SLF_LINE] = line
         ta = st.ifl[sm, line]
         if ta < 0.0 or line + st.f_pf > st.front[sm]:
             ta = _fetch_line(st, sm, line, slf[slot, SLF_SINCE])
@@ -666,7 +668,6 @@ def _launch_blocks(w, sc, st, bl, sm, t0, most, resident, deal, q_end, spsm):
             bl.age[0] += 1
             sli[slot, SLI_YIELD] = 1
             slf[slot, SLF_SINCE] = t0
-            slf[slot, SLF_LINE] = -1.0
             sli[slot, SLI_BLOCK] = b
             w.rs[slot, :, :] = 0.0
             w.bs[slot, :, :] = 0.0
@@ -1007,6 +1008,29 @@ def _kernel_uses(s_barrier, s_async, s_depbar, sw_bar):
 
 
 @_helper
+def _fetch_checks(s_iline, r_sidx, c_start, c_end, on):
+    """Per static instruction, 1 where a warp may enter a new instruction-cache line: the first
+    instruction of a line (the one before it, in static order = PC order, lies in another line), a
+    warp's first instruction, and every instruction a warp reaches other than from the one before
+    it (a branch target in this trace). Everywhere else the warp is still in the line it entered,
+    whose fetch it has waited for, so the loop checks nothing there."""
+    n = s_iline.shape[0]
+    chk = np.zeros(n, np.int64)
+    if not on:
+        return chk          # fetch switched off: nothing to check
+    for s in range(n):
+        if s_iline[s] >= 0 and (s == 0 or s_iline[s - 1] != s_iline[s]):
+            chk[s] = 1
+    for c in range(c_start.shape[0]):
+        if c_end[c] > c_start[c]:
+            chk[r_sidx[c_start[c]]] = 1
+        for row in range(c_start[c] + 1, c_end[c]):
+            if r_sidx[row] != r_sidx[row - 1] + 1:
+                chk[r_sidx[row]] = 1
+    return chk
+
+
+@_helper
 def _new_fetch(sx, sf, has_bar, sw_deps, has_async, S, U, s_iline, n_sms, ipar, fpar):
     """The :class:`Static` tuple with empty instruction caches: fetch is modelled when its switch
     is on and some instruction has a line (``s_iline`` >= 0)."""
@@ -1211,7 +1235,8 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
         return 4, 0
     sx, sf = _pack_static(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_lat, s_store,
                           s_barrier, s_depcause, s_dst, s_src, s_ctrl, s_stall, s_yield, s_wbar, s_rbar,
-                          s_wait, s_depbar, s_async, s_iline, u_count, u_per_sm, depmodel, mc.pipe_limited,
+                          s_wait, s_depbar, s_async, s_iline, _fetch_checks(s_iline, r_sidx, c_start, c_end, ipar[I_SW_FETCH] != 0),
+                          u_count, u_per_sm, depmodel, mc.pipe_limited,
                           issue_interval <= 1.0, issue_interval, sw_same, sw_bar)
     has_bar, has_async = _kernel_uses(s_barrier, s_async, s_depbar, sw_bar)
     static = _new_fetch(sx, sf, has_bar, sw_deps, has_async, S, U, s_iline, n_sms, ipar, fpar)
