@@ -55,9 +55,10 @@ from teg.engine.input import (F_DRAM_LAT, F_ISSUE_INTERVAL, F_L1_LAT, F_L2_FAR_L
                               F_L2_SLICE_SPB, F_LAUNCH_LAT, F_RBAR_LAT, F_SERVICE_PER_BYTE,
                               F_WAVEFRONT_CYCLES, I_CHANNELS, I_DEAL, I_DEPMODEL, I_L1_ASSOC,
                               I_L1_LINE, I_L1_SECTOR, I_L1_SETS, I_L2_ASSOC, I_L2_LINE,
-                              I_FETCH_PF, I_L1_HASH, I_L2_HASH, I_L2_PART_BYTES, I_L2_PARTS, I_L2_SECTOR, I_L2_SETS, I_L2_SLICES,
-                              I_MSHR, I_PIPE_SLOTS, I_POLICY, I_RESIDENT, I_SCHED, I_SLOTS, I_SMS,
-                              I_SMS_PER_PIPE, I_SW_BANK, I_SW_BAR, I_SW_BW, I_SW_COAL, I_SW_DEPS, I_SW_FETCH,
+                              I_FETCH_PF, I_L1_HASH, I_L2_HASH, I_L2_PART_BYTES, I_L2_PARTS, I_L2_SECTOR,
+                              I_L2_SETS, I_L2_SLICES, I_MSHR, I_PIPE_SLOTS, I_POLICY, I_RESIDENT, I_SCHED,
+                              I_SLOTS, I_SMS, I_SMS_PER_PIPE, I_SW_BANK, I_SW_BAR, I_SW_BW, I_SW_COAL,
+                              I_SW_DEPS, I_SW_FETCH,
                               I_SW_L1, I_SW_L2, I_SW_LAUNCH, I_SW_SAME, I_SW_SKEW, I_SW_UNITS, I_TIMELINE)
 from teg.engine.records import PC_STALL, REC_PCS, REC_ROWS, TX_CHAN, TX_SLICE, record_issue, record_level
 from teg.jit import inner
@@ -436,14 +437,14 @@ def _waited_on(sli, slf, uf, heap, sch_list, sch_n, g, nxt, policy, S, spsm, L, 
 # The tables the loop's helpers share, in named tuples built once per run:
 #   Warps:  the per-slot tables (slot state and scoreboards);
 #   Scheds: the per-scheduler tables and warp lists;
-#   Blocks: the grid (warp contexts, blocks, each SM's block list) and the launch state.
-Warps = namedtuple("Warps", ("sli", "slf", "rs", "rsc", "bs", "bsc", "bq", "bqc", "bqn"))
-Scheds = namedtuple("Scheds", ("scf", "sci", "lbo", "sch_list", "sch_n"))
 #   Static: the packed static tables, the run's switches that t_dep depends on, and the instruction
 #           caches' fill times (has_fetch: fetch modelled; ifl[sm, line] the time the line is in the
 #           SM's instruction cache, -1 not requested; gfl[line] the time it first arrived from DRAM;
 #           front[sm] the last line the SM's sequential prefetch requested; f_l2 / f_dram the fetch
-#           latencies; f_pf the lines the prefetch runs ahead of a warp).
+#           latencies; f_pf the lines the prefetch runs ahead of a warp);
+#   Blocks: the grid (warp contexts, blocks, each SM's block list) and the launch state.
+Warps = namedtuple("Warps", ("sli", "slf", "rs", "rsc", "bs", "bsc", "bq", "bqc", "bqn"))
+Scheds = namedtuple("Scheds", ("scf", "sci", "lbo", "sch_list", "sch_n"))
 Static = namedtuple("Static", ("sx", "sf", "has_bar", "sw_deps", "has_async", "S", "U", "has_fetch", "ifl",
                                "gfl", "front", "f_l2", "f_dram", "f_pf"))
 Blocks = namedtuple("Blocks", ("c_start", "c_end", "r_sidx", "b_ctx_start", "sm_blocks_start", "sm_blocks",
@@ -1235,7 +1236,8 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
         return 4, 0
     sx, sf = _pack_static(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_lat, s_store,
                           s_barrier, s_depcause, s_dst, s_src, s_ctrl, s_stall, s_yield, s_wbar, s_rbar,
-                          s_wait, s_depbar, s_async, s_iline, _fetch_checks(s_iline, r_sidx, c_start, c_end, ipar[I_SW_FETCH] != 0),
+                          s_wait, s_depbar, s_async, s_iline,
+                          _fetch_checks(s_iline, r_sidx, c_start, c_end, ipar[I_SW_FETCH] != 0),
                           u_count, u_per_sm, depmodel, mc.pipe_limited,
                           issue_interval <= 1.0, issue_interval, sw_same, sw_bar)
     has_bar, has_async = _kernel_uses(s_barrier, s_async, s_depbar, sw_bar)

@@ -39,7 +39,8 @@ from teg.engine.input import (DEPMODEL_CODES, F_DRAM_LAT, F_ISSUE_INTERVAL, F_KE
                               F_WAVEFRONT_CYCLES, I_CHANNELS, I_DEAL, I_DEPMODEL, I_L1_SETS, I_L2_PART_BYTES,
                               I_L2_PARTS, I_L2_SETS, I_L2_SLICES, I_MSHR, I_PIPE_SLOTS, I_POLICY, I_RESIDENT,
                               I_SCHED, I_SLOTS, I_SMS, I_SMS_PER_PIPE, I_TIMELINE, I_RECORD_ORDER,
-                              I_WARP_SIZE, I_FETCH_PF, I_L1_HASH, I_L2_HASH, NUM_FPAR, NUM_IPAR, POLICY_CODES, SWITCH_INDEX, EngineInput)
+                              I_WARP_SIZE, I_FETCH_PF, I_L1_HASH, I_L2_HASH, NUM_FPAR, NUM_IPAR, POLICY_CODES,
+                              SWITCH_INDEX, EngineInput)
 from teg.engine.occupancy import occupancy
 from teg.engine.options import Options
 from teg.machine.model import Machine, OpInfo
@@ -88,8 +89,8 @@ def _static_from_program(program) -> dict:
 
 
 def _prefetch_lines(machine) -> int:
-    """How far the sequential instruction prefetch runs ahead of a warp (docs/model.md §2, "Instruction fetch"): the
-    table's ``icache_prefetch_lines``, else the lines a warp issuing one instruction per cycle
+    """How far the sequential instruction prefetch runs ahead of a warp (docs/model.md §2,
+    "Instruction fetch"): the table's ``icache_prefetch_lines``, else the lines a warp issuing one instruction per cycle
     consumes during one L2 hit latency (instructions are 16 B from Volta on, 8 B before), so that
     straight-line code never waits once the kernel's first line has arrived."""
     gm = machine.memory
