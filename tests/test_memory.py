@@ -216,6 +216,19 @@ def test_xor_placement_spreads_a_power_of_two_stride_and_keeps_runs_whole():
     assert all(cache_access(state, 0, shape, ln * 128) for ln in range(20, 24))
 
 
+def test_xor_placement_with_a_set_count_that_is_no_power_of_two_rotates_each_run():
+    """5 direct-mapped sets (fold 2 bits): line n goes to (n mod 5 + XOR of the 2-bit fields of
+    n // 5) mod 5 — lines 0-4 to sets 0-4, lines 5-9 (quotient 1) to 1, 2, 3, 4, 0; lines 0, 5,
+    10, 15 (a stride of the set count, all set 0 modulo 5) to sets 0, 1, 2, 3, so all four stay."""
+    shape = cache_shape(5, 1, 128, 128, 0, 0, True)
+    state = cache_new(1, shape)
+    for ln in (0, 5, 10, 15):
+        assert not cache_access(state, 0, shape, ln * 128)
+    assert all(cache_access(state, 0, shape, ln * 128) for ln in (0, 5, 10, 15))
+    assert not cache_access(state, 0, shape, 9 * 128)         # line 9 -> set 0: evicts line 0
+    assert not cache_access(state, 0, shape, 0)
+
+
 def test_cache_geometry_needs_powers_of_two():
     with pytest.raises(ValueError, match="powers of two"):
         cache_geometry(4096, 96, 32, 4)
