@@ -109,3 +109,43 @@ def test_lowering_gives_every_instruction_its_line(tmp_path):
     assert int(inp.ipar[I_FETCH_PF]) == 25
     inp = lower(prog, None, load_machine("sm_80"), Options(warps=1, instruction_fetch=False))
     assert run(inp).stalls["instruction_fetch"] == 0
+
+
+# ---- constant cache (docs/model.md §2, "Constant cache") -----------------------------------------
+
+def const_reads(sms=1, switches=None):
+    """Each SM runs one warp: s0 reads constant line 0, s1 none, s2 line 0 again, s3 line 1."""
+    return make_input(lat_exec=[1] * 4, lat_multi=[1] * 4, lat_same=[1] * 4, cline=[0, -1, 0, 1], l2=L2,
+                      dram_latency=300.0, rows_per_warp=[[0, 1, 2, 3]] * sms, warps_per_block=1, sms=sms,
+                      resident=1, deal=True, switches=switches)
+
+
+@pytest.mark.parametrize("sms", [1, 2])
+def test_a_cold_constant_line_takes_an_l2_round_trip_per_sm(sms):
+    """s0 waits for line 0 (0 + 100), s1 and s2 follow (line 0 is there), s3 waits for line 1,
+    requested when it became current (103 + 100). Every SM reads its own copy: the second SM
+    waits just as long."""
+    r = run(const_reads(sms))
+    assert r.timeline.tolist() == [100, 101, 102, 203] * sms
+    assert r.cycles == 204
+    assert r.stalls["constant_miss"] == 200 and sum(r.stalls.values()) == r.cycles
+
+
+def test_a_perfect_constant_cache_is_the_what_if():
+    assert run(const_reads(1, {"constant_cache": False})).cycles == 4
+
+
+def test_lowering_numbers_the_constant_lines_a_kernel_reads():
+    """c[0x0][0x28] and c[0x0][0x0] share line 0 of bank 0; c[0x0][0x160] is in line 2 (128 B
+    lines), c[0x3][0x0] in another bank: three lines, numbered 0, 1, 2 in bank/offset order."""
+    from teg.sass import parse_text
+
+    text = "\t\tFunction : k\n" + "\n".join(
+        f"        /*{16 * i:04x}*/                   {ins} ;" for i, ins in enumerate(
+            ["MOV R1, c[0x0][0x28]", "IADD3 R2, R1, c[0x0][0x160], RZ", "IMAD R3, R2, c[0x0][0x0], R1",
+             "FADD R4, R3, c[0x3][0x0]", "IADD3 R5, R4, R3, RZ", "EXIT"]))
+    inp = lower(parse_text(text)[0], None, load_machine("sm_80"), Options(warps=1))
+    assert inp.s_cline.tolist() == [0, 1, 0, 2, -1, -1]
+    assert run(inp).stalls["constant_miss"] > 0
+    assert run(lower(parse_text(text)[0], None, load_machine("sm_80"),
+                     Options(warps=1, constant_cache=False))).stalls["constant_miss"] == 0

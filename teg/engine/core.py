@@ -48,7 +48,7 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from teg.engine.codes import (BANK_CONFLICT, BARRIER, CACHE_MISS, CHANNEL_QUEUE, CTR, FETCH, ISSUE,
+from teg.engine.codes import (BANK_CONFLICT, BARRIER, CACHE_MISS, CHANNEL_QUEUE, CONST_MISS, CTR, FETCH, ISSUE,
                               L2_QUEUE, MEM_GLOBAL, MEM_PIPE, MEM_SHARED, NO_WARP, SAME_WARP,
                               SCHEDULER, UNIT_BUSY)
 from teg.engine.input import (F_DRAM_LAT, F_ISSUE_INTERVAL, F_L1_LAT, F_L2_FAR_LAT, F_L2_LAT,
@@ -58,7 +58,7 @@ from teg.engine.input import (F_DRAM_LAT, F_ISSUE_INTERVAL, F_L1_LAT, F_L2_FAR_L
                               I_FETCH_PF, I_L1_HASH, I_L2_HASH, I_L2_PART_BYTES, I_L2_PARTS, I_L2_SECTOR,
                               I_L2_SETS, I_L2_SLICES, I_MSHR, I_PIPE_SLOTS, I_POLICY, I_RESIDENT, I_SCHED,
                               I_SLOTS, I_SMS, I_SMS_PER_PIPE, I_SW_BANK, I_SW_BAR, I_SW_BW, I_SW_COAL,
-                              I_SW_DEPS, I_SW_FETCH,
+                              I_SW_CONST, I_SW_DEPS, I_SW_FETCH,
                               I_SW_L1, I_SW_L2, I_SW_LAUNCH, I_SW_SAME, I_SW_SKEW, I_SW_UNITS, I_TIMELINE)
 from teg.engine.records import PC_STALL, REC_PCS, REC_ROWS, TX_CHAN, TX_SLICE, record_issue, record_level
 from teg.jit import inner
@@ -313,8 +313,8 @@ def _bar_write(bs, bsc, bq, bqc, bqn, slot, b, rt, rb, c1, c2, ring):
 # float array with constant row widths (one base pointer each, row offsets the compiler knows) and
 # folded with the run's switches where the loop would otherwise combine them at every issue.
 (X_UNIT, X_UPSM, X_UCNT, X_MEM, X_GMEM, X_STORE, X_BAR, X_DEPCAUSE, X_CC, X_YIELD, X_WBAR, X_RBAR,
- X_WAIT, X_DEPBAR, X_ASYNC, X_FAST, X_NSRC, X_NDST, X_ILINE, X_FCHK) = range(20)
-X_SRC = 20                  # source registers: room for 16 (the lowering's MAX_SRC)
+ X_WAIT, X_DEPBAR, X_ASYNC, X_FAST, X_NSRC, X_NDST, X_ILINE, X_FCHK, X_CLINE) = range(21)
+X_SRC = 21                  # source registers: room for 16 (the lowering's MAX_SRC)
 X_DST = X_SRC + 16          # destination registers: room for 14 (the lowering's MAX_DST is 8)
 X_NWAW = X_DST + 14         # destinations that are not also sources (write-after-write checks)
 X_WAW = X_NWAW + 1
@@ -326,7 +326,7 @@ FW = 8                      # row width of the float table
 @_helper
 def _pack_static(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_lat, s_store, s_barrier,
                  s_depcause, s_dst, s_src, s_ctrl, s_stall, s_yield, s_wbar, s_rbar, s_wait, s_depbar, s_async,
-                 s_iline, s_fchk, u_count, u_per_sm, depmodel, pipe_limited, can_fast, issue_interval, sw_same,
+                 s_iline, s_fchk, s_cline, u_count, u_per_sm, depmodel, pipe_limited, can_fast, issue_interval, sw_same,
                  sw_bar):
     """The static tables as the loop reads them (``X_*`` / ``SF_*`` columns): ``X_CC`` = the
     instruction is timed by its control codes; ``SF_SAME`` its same-warp delay (stall count or
@@ -334,7 +334,8 @@ def _pack_static(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_me
     ``SF_FREE`` the scheduler's busy time ``max(issue interval, multi-warp latency)``;
     ``X_FAST`` a single-cycle issue (the scan may stop at the first eligible warp); ``X_ILINE`` the
     instruction-cache line the instruction lies in (-1: fetch not modelled), ``X_FCHK`` a warp may
-    enter that line at this instruction (:func:`_fetch_checks`); ``X_GMEM``
+    enter that line at this instruction (:func:`_fetch_checks`), ``X_CLINE`` the constant-cache
+    line of its ``c[bank][off]`` operand (-1: none); ``X_GMEM``
     needs a memory-pipeline slot; ``X_BAR`` a BAR that waits (free barriers: none); source and
     destination lists with their lengths (up to the first -1), and the destinations the
     write-after-write check needs (``X_WAW``: those that are not also sources)."""
@@ -364,6 +365,7 @@ def _pack_static(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_me
         sx[x + X_FAST] = can_fast and s_lat_multi[s] <= 1.0
         sx[x + X_ILINE] = s_iline[s]
         sx[x + X_FCHK] = s_fchk[s]
+        sx[x + X_CLINE] = s_cline[s]
         k = 0
         while k < s_src.shape[1] and s_src[s, k] >= 0:
             sx[x + X_SRC + k] = s_src[s, k]
@@ -441,12 +443,13 @@ def _waited_on(sli, slf, uf, heap, sch_list, sch_n, g, nxt, policy, S, spsm, L, 
 #           caches' fill times (has_fetch: fetch modelled; ifl[sm, line] the time the line is in the
 #           SM's instruction cache, -1 not requested; gfl[line] the time it first arrived from DRAM;
 #           front[sm] the last line the SM's sequential prefetch requested; f_l2 / f_dram the fetch
-#           latencies; f_pf the lines the prefetch runs ahead of a warp);
+#           latencies; f_pf the lines the prefetch runs ahead of a warp) and the constant caches'
+#           (has_const; cfl[sm, line] the time the line is in the SM's constant cache, -1 not read);
 #   Blocks: the grid (warp contexts, blocks, each SM's block list) and the launch state.
 Warps = namedtuple("Warps", ("sli", "slf", "rs", "rsc", "bs", "bsc", "bq", "bqc", "bqn"))
 Scheds = namedtuple("Scheds", ("scf", "sci", "lbo", "sch_list", "sch_n"))
 Static = namedtuple("Static", ("sx", "sf", "has_bar", "sw_deps", "has_async", "S", "U", "has_fetch", "ifl",
-                               "gfl", "front", "f_l2", "f_dram", "f_pf"))
+                               "gfl", "front", "f_l2", "f_dram", "f_pf", "has_const", "cfl"))
 Blocks = namedtuple("Blocks", ("c_start", "c_end", "r_sidx", "b_ctx_start", "sm_blocks_start", "sm_blocks",
                                "ctx_slot", "sm_next", "sm_res", "q_next", "age", "blk_live", "blk_arrived",
                                "blk_bar", "sm_end", "counters"))
@@ -495,6 +498,19 @@ def _compute_tdep(w, st, slot):
             t0 = ta
             c1 = FETCH
             c2 = FETCH
+            sp = t0
+    # constant cache (docs/model.md §2): the first read of a line on an SM waits for it from L2
+    if st.has_const and sx[x + X_CLINE] >= 0:
+        sm = _nonneg(sli[slot, SLI_SM])
+        cl = _nonneg(sx[x + X_CLINE])
+        ta = st.cfl[sm, cl]
+        if ta < 0.0:
+            ta = slf[slot, SLF_SINCE] + st.f_l2
+            st.cfl[sm, cl] = ta
+        if ta > t0:
+            t0 = ta
+            c1 = CONST_MISS
+            c2 = CONST_MISS
             sp = t0
     if st.has_bar and slf[slot, SLF_BAR] > t0:
         t0 = slf[slot, SLF_BAR]
@@ -1032,9 +1048,9 @@ def _fetch_checks(s_iline, r_sidx, c_start, c_end, on):
 
 
 @_helper
-def _new_fetch(sx, sf, has_bar, sw_deps, has_async, S, U, s_iline, n_sms, ipar, fpar):
-    """The :class:`Static` tuple with empty instruction caches: fetch is modelled when its switch
-    is on and some instruction has a line (``s_iline`` >= 0)."""
+def _new_fetch(sx, sf, has_bar, sw_deps, has_async, S, U, s_iline, s_cline, n_sms, ipar, fpar):
+    """The :class:`Static` tuple with empty instruction and constant caches: each is modelled when
+    its switch is on and some instruction has a line (``s_iline`` / ``s_cline`` >= 0)."""
     n_lines = 0
     for s in range(s_iline.shape[0]):
         if s_iline[s] + 1 > n_lines:
@@ -1043,8 +1059,14 @@ def _new_fetch(sx, sf, has_bar, sw_deps, has_async, S, U, s_iline, n_sms, ipar, 
     ifl = np.full((n_sms if has_fetch else 1, n_lines if has_fetch else 1), -1.0, np.float64)
     gfl = np.full(n_lines if has_fetch else 1, -1.0, np.float64)
     front = np.full(n_sms if has_fetch else 1, -1, np.int64)
+    n_clines = 0
+    for s in range(s_cline.shape[0]):
+        if s_cline[s] + 1 > n_clines:
+            n_clines = s_cline[s] + 1
+    has_const = ipar[I_SW_CONST] != 0 and n_clines > 0
+    cfl = np.full((n_sms if has_const else 1, n_clines if has_const else 1), -1.0, np.float64)
     return Static(sx, sf, has_bar, sw_deps, has_async, S, U, has_fetch, ifl, gfl, front, fpar[F_L2_LAT],
-                  fpar[F_DRAM_LAT], ipar[I_FETCH_PF])
+                  fpar[F_DRAM_LAT], ipar[I_FETCH_PF], has_const, cfl)
 
 
 @_helper
@@ -1186,7 +1208,7 @@ def _row_contexts(c_start, c_end, n_rows):
 @njit(cache=True, error_model="numpy")
 def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_lat, s_store, s_barrier,
              s_depcause, s_dst, s_src, s_ctrl, s_stall, s_yield, s_wbar, s_rbar, s_wait, s_depbar, s_async, s_iline,
-             u_occ, u_count, u_per_sm,
+             s_cline, u_occ, u_count, u_per_sm,
              r_sidx, r_wave, r_wave_min, r_tx_start, r_tx_min, r_tx_min_bytes, tx_addr, tx_bytes, tx_chan,
              c_start, c_end, c_block, b_ctx_start, sm_blocks_start, sm_blocks, ipar, fpar,
              stall_out, pc_count, pc_wait, counters, timeline, sm_end, order_in, order_out, pcc, tx_rec):
@@ -1237,11 +1259,11 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
     sx, sf = _pack_static(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_lat, s_store,
                           s_barrier, s_depcause, s_dst, s_src, s_ctrl, s_stall, s_yield, s_wbar, s_rbar,
                           s_wait, s_depbar, s_async, s_iline,
-                          _fetch_checks(s_iline, r_sidx, c_start, c_end, ipar[I_SW_FETCH] != 0),
+                          _fetch_checks(s_iline, r_sidx, c_start, c_end, ipar[I_SW_FETCH] != 0), s_cline,
                           u_count, u_per_sm, depmodel, mc.pipe_limited,
                           issue_interval <= 1.0, issue_interval, sw_same, sw_bar)
     has_bar, has_async = _kernel_uses(s_barrier, s_async, s_depbar, sw_bar)
-    static = _new_fetch(sx, sf, has_bar, sw_deps, has_async, S, U, s_iline, n_sms, ipar, fpar)
+    static = _new_fetch(sx, sf, has_bar, sw_deps, has_async, S, U, s_iline, s_cline, n_sms, ipar, fpar)
 
     # ---- the loop's tables (Warps, Scheds, Memory, Blocks above say what they hold)
     warps = _new_warps(n_sms, spsm, S, nreg, has_async)

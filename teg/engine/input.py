@@ -49,7 +49,9 @@ I_SW_KLAUNCH = 36
 I_SW_FETCH, I_FETCH_PF = 37, 38
 # I_L1_HASH / I_L2_HASH 1 = XOR-based set index (teg.memory.cache.cache_shape ``hashed``), 0 = line mod sets
 I_L1_HASH, I_L2_HASH = 39, 40
-NUM_IPAR = 41
+# I_SW_CONST 0 = a perfect constant cache (s_cline ignored; docs/model.md §2, "Constant cache")
+I_SW_CONST = 41
+NUM_IPAR = 42
 # ---- fpar indexes
 F_ISSUE_INTERVAL, F_L1_LAT, F_L2_LAT, F_DRAM_LAT, F_SERVICE_PER_BYTE = 0, 1, 2, 3, 4
 F_WAVEFRONT_CYCLES, F_RBAR_LAT, F_LAUNCH_LAT = 5, 6, 7
@@ -90,6 +92,7 @@ class EngineInput:
     s_depbar: np.ndarray        # int32 DEPBAR.LE SBb, N as b + 8 N (-1 = none)
     s_async: np.ndarray         # int32 1 = cp.async copy (joins the open group), 2 = commit (LDGDEPBAR)
     s_iline: np.ndarray         # int32 instruction-cache line of the instruction (-1 = fetch not modelled)
+    s_cline: np.ndarray         # int32 constant-cache line of its c[bank][off] operand (-1 = none / not modelled)
     # units [U]
     u_occ: np.ndarray           # float64 cycles one warp instruction occupies a copy
     u_count: np.ndarray         # int32 copies
@@ -147,7 +150,8 @@ def make_input(*, lat_exec, lat_multi, lat_same, unit=None, dst=None, src=None, 
                service_per_byte=0.0, sms_per_pipeline=1, pipe_slots=0, wavefront_cycles=0.0,
                rbar_latency=1.0, launch_latency=0.0, kernel_launch=0.0, record_timeline=True, record_order=False,
                deal=False, l2_partitions=1, l2_partition_bytes=8192, l2_far_latency=None, l2_slices=0,
-               l2_slice_bytes_per_clk=0.0, mshr_lines=0, iline=None, fetch_prefetch=0, hashed=(False, False),
+               l2_slice_bytes_per_clk=0.0, mshr_lines=0, iline=None, fetch_prefetch=0, cline=None,
+               hashed=(False, False),
                meta=None) -> EngineInput:
     """Build an :class:`EngineInput` by hand (tests, synthetic experiments).
 
@@ -163,7 +167,9 @@ def make_input(*, lat_exec, lat_multi, lat_same, unit=None, dst=None, src=None, 
     ``iline`` gives each static instruction's instruction-cache line (default: -1, a perfect
     instruction cache), ``fetch_prefetch`` the lines fetched beyond a missing one; a missing line
     takes ``dram_latency`` on its first fetch in the GPU, the L2 latency (``l2[4]``) after.
-    ``hashed`` = (L1, L2): XOR-based set indexes instead of line mod sets.
+    ``cline`` gives each static instruction's constant-cache line (default -1: none); a line an SM
+    has not read takes the L2 latency. ``hashed`` = (L1, L2): XOR-based set indexes instead of
+    line mod sets.
     ``switches`` maps mechanism names of :class:`teg.engine.Options` to booleans. ``ctrl`` holds
     per-static lists of control-code fields (``ctrl`` present, ``stall``, ``yield``, ``wbar``,
     ``rbar``, ``wait``), ``depbar`` / ``depbar_n`` (``DEPBAR.LE SBb, N``) and ``async`` (1 = cp.async
@@ -208,7 +214,7 @@ def make_input(*, lat_exec, lat_multi, lat_same, unit=None, dst=None, src=None, 
     sw = {"bank_conflicts": True, "coalescing": True, "channel_skew": True, "bandwidth": True,
           "l1_misses": True, "l2_misses": True, "dependencies": True, "unit_throughput": True,
           "same_warp_penalty": True, "barriers": True, "block_launch": True, "kernel_launch": True,
-          "instruction_fetch": True, **(switches or {})}
+          "instruction_fetch": True, "constant_cache": True, **(switches or {})}
     ipar = np.zeros(NUM_IPAR, np.int64)
     fpar = np.zeros(NUM_FPAR, np.float64)
     ipar[I_SMS], ipar[I_SCHED], ipar[I_SLOTS], ipar[I_RESIDENT] = sms, schedulers, slots, resident
@@ -242,7 +248,7 @@ def make_input(*, lat_exec, lat_multi, lat_same, unit=None, dst=None, src=None, 
         s_wbar=i32(ctrl.get("wbar"), 7), s_rbar=i32(ctrl.get("rbar"), 7), s_wait=i32(ctrl.get("wait")),
         s_depbar=np.where(i32(ctrl.get("depbar"), -1) >= 0,
                           i32(ctrl.get("depbar"), -1) + 8 * i32(ctrl.get("depbar_n")), -1).astype(np.int32),
-        s_async=i32(ctrl.get("async")), s_iline=i32(iline, -1),
+        s_async=i32(ctrl.get("async")), s_iline=i32(iline, -1), s_cline=i32(cline, -1),
         u_occ=np.asarray(units_occ, np.float64), u_count=np.asarray(units_count, np.int32),
         u_per_sm=np.asarray(units_per_sm, np.int32),
         r_sidx=r_sidx, r_wave=np.asarray(r_wave if r_wave is not None else [0] * N, np.int32),
@@ -256,7 +262,8 @@ def make_input(*, lat_exec, lat_multi, lat_same, unit=None, dst=None, src=None, 
 SWITCH_INDEX = {"bank_conflicts": I_SW_BANK, "coalescing": I_SW_COAL, "channel_skew": I_SW_SKEW,
                 "bandwidth": I_SW_BW, "l1_misses": I_SW_L1, "l2_misses": I_SW_L2, "dependencies": I_SW_DEPS,
                 "unit_throughput": I_SW_UNITS, "same_warp_penalty": I_SW_SAME, "barriers": I_SW_BAR,
-                "block_launch": I_SW_LAUNCH, "kernel_launch": I_SW_KLAUNCH, "instruction_fetch": I_SW_FETCH}
+                "block_launch": I_SW_LAUNCH, "kernel_launch": I_SW_KLAUNCH, "instruction_fetch": I_SW_FETCH,
+                "constant_cache": I_SW_CONST}
 
 
 def with_switches(inp: EngineInput, **switches: bool) -> EngineInput:

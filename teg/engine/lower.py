@@ -80,7 +80,13 @@ def _static_from_program(program) -> dict:
         if ins.base == "BAR" and "ARV" in ins.modifiers:
             barrier_waits[i] = False
     opcodes = [ins.opcode for ins in program.instructions]
-    return {"opcodes": opcodes, "pcs": tab["address"].astype(np.int64),
+    const_at = np.full(n, -1, np.int64)         # bank << 32 | byte offset of the first c[bank][off]
+    for i, ins in enumerate(program.instructions):
+        for op in ins.operands:
+            if op.kind == "const" and op.bank is not None and op.offset is not None:
+                const_at[i] = (int(op.bank) << 32) | max(int(op.offset), 0)
+                break
+    return {"opcodes": opcodes, "pcs": tab["address"].astype(np.int64), "const_at": const_at,
             "dst": _pad(tab["dst"], MAX_DST), "src": _pad(tab["src"], MAX_SRC),
             "ctrl": tab["has_ctrl"], "stall": tab["stall"], "yield": tab["yield_"], "wbar": tab["wbar"],
             "rbar": tab["rbar"], "wait": wait, "mem_width": tab["mem_width"],
@@ -101,6 +107,18 @@ def _prefetch_lines(machine) -> int:
     l2_latency = gm.l2.latency if gm.l2 is not None else gm.dram_latency
     per_line = gm.icache_line_bytes // (16 if machine.sm >= 70 else 8)
     return max(1, math.ceil(l2_latency / max(per_line, 1)))
+
+
+def _const_lines(const_at, line_bytes: int | None, n: int) -> np.ndarray:
+    """Constant-cache line of each of the ``n`` static instructions' (first) ``c[bank][offset]``
+    operand, numbered densely in the kernel; -1 for none, and everywhere without a constant-cache
+    model or without SASS operands (``const_at`` None: a trace alone has none)."""
+    if const_at is None or not line_bytes:
+        return np.full(n, -1, np.int32)
+    const_at = np.asarray(const_at, np.int64)
+    key = np.where(const_at >= 0, (const_at >> 32) * (1 << 20) + (const_at & 0xFFFFFFFF) // int(line_bytes), -1)
+    used = np.unique(key[key >= 0])
+    return np.where(key >= 0, np.searchsorted(used, key), -1).astype(np.int32)
 
 
 def _icache_lines(pcs, line_bytes: int | None) -> np.ndarray:
@@ -558,6 +576,7 @@ def lower(program, kernel_trace, machine: Machine, options: Options | None = Non
         s_wbar=np.asarray(st["wbar"], np.int32), s_rbar=np.asarray(st["rbar"], np.int32),
         s_wait=np.asarray(st["wait"], np.int32), s_depbar=np.asarray(st["depbar"], np.int32),
         s_async=np.asarray(st["async"], np.int32), s_iline=_icache_lines(st["pcs"], gm.icache_line_bytes),
+        s_cline=_const_lines(st.get("const_at"), gm.icache_line_bytes, S),
         u_occ=np.array([machine.units[u].occupancy for u in unit_names], np.float64),
         u_count=np.array([machine.units[u].count for u in unit_names], np.int32),
         u_per_sm=np.array([int(machine.units[u].per == "sm") for u in unit_names], np.int32),

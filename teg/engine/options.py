@@ -31,6 +31,7 @@ MECHANISMS: dict[str, str] = {
     "block_launch": "instant block launch",
     "kernel_launch": "no kernel launch overhead",
     "instruction_fetch": "perfect instruction cache",
+    "constant_cache": "perfect constant cache",
 }
 
 
@@ -65,7 +66,11 @@ class Options:
     * ``instruction_fetch`` — each SM starts the kernel with a cold instruction cache: a warp waits
       for the line of code it needs to arrive from L2 (DRAM on the GPU's first fetch of it),
       charged as ``instruction_fetch`` (off: a perfect instruction cache; no effect on machine
-      tables without ``icache_line_bytes``).
+      tables without ``icache_line_bytes``);
+    * ``constant_cache`` — each SM starts the kernel with a cold constant cache: an instruction
+      whose ``c[bank][offset]`` line the SM has not read waits for it from L2, charged as
+      ``constant_miss`` (off: a perfect constant cache; needs SASS operands and
+      ``icache_line_bytes``).
 
     Configuration: ``policy`` (``lrr`` loose round-robin, ``gto`` greedy-then-oldest),
     ``dependency_model`` (``auto`` = the machine table's default when the SASS carries control
@@ -93,6 +98,7 @@ class Options:
     block_launch: bool = True
     kernel_launch: bool = True
     instruction_fetch: bool = True
+    constant_cache: bool = True
     policy: str = "gto"
     dependency_model: str = "auto"
     sms: int | None = None

@@ -35,7 +35,7 @@ def run(inp: EngineInput) -> Result:
     status, cycles = simulate(
         inp.s_unit, inp.s_occ, inp.s_lat_exec, inp.s_lat_multi, inp.s_lat_same, inp.s_mem, inp.s_mem_lat,
         inp.s_store, inp.s_barrier, inp.s_depcause, inp.s_dst, inp.s_src, inp.s_ctrl, inp.s_stall,
-        inp.s_yield, inp.s_wbar, inp.s_rbar, inp.s_wait, inp.s_depbar, inp.s_async, inp.s_iline,
+        inp.s_yield, inp.s_wbar, inp.s_rbar, inp.s_wait, inp.s_depbar, inp.s_async, inp.s_iline, inp.s_cline,
         inp.u_occ, inp.u_count, inp.u_per_sm,
         inp.r_sidx, inp.r_wave, inp.r_wave_min, inp.r_tx_start, inp.r_tx_min, inp.r_tx_min_bytes,
         inp.tx_addr, inp.tx_bytes, inp.tx_chan,
