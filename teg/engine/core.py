@@ -1048,23 +1048,26 @@ def _fetch_checks(s_iline, r_sidx, c_start, c_end, on):
 
 
 @_helper
+def _line_table(lines, on, n_sms):
+    """Whether a per-SM cache of code or constant lines is modelled (its switch ``on`` and some
+    instruction with a line in ``lines``), and its table ``[sm, line]`` of arrival times, every
+    line not yet requested (-1; one dummy entry when not modelled)."""
+    n = 0
+    for s in range(lines.shape[0]):
+        if lines[s] + 1 > n:
+            n = lines[s] + 1
+    used = on and n > 0
+    return used, np.full((n_sms if used else 1, n if used else 1), -1.0, np.float64)
+
+
+@_helper
 def _new_fetch(sx, sf, has_bar, sw_deps, has_async, S, U, s_iline, s_cline, n_sms, ipar, fpar):
     """The :class:`Static` tuple with empty instruction and constant caches: each is modelled when
     its switch is on and some instruction has a line (``s_iline`` / ``s_cline`` >= 0)."""
-    n_lines = 0
-    for s in range(s_iline.shape[0]):
-        if s_iline[s] + 1 > n_lines:
-            n_lines = s_iline[s] + 1
-    has_fetch = ipar[I_SW_FETCH] != 0 and n_lines > 0
-    ifl = np.full((n_sms if has_fetch else 1, n_lines if has_fetch else 1), -1.0, np.float64)
-    gfl = np.full(n_lines if has_fetch else 1, -1.0, np.float64)
-    front = np.full(n_sms if has_fetch else 1, -1, np.int64)
-    n_clines = 0
-    for s in range(s_cline.shape[0]):
-        if s_cline[s] + 1 > n_clines:
-            n_clines = s_cline[s] + 1
-    has_const = ipar[I_SW_CONST] != 0 and n_clines > 0
-    cfl = np.full((n_sms if has_const else 1, n_clines if has_const else 1), -1.0, np.float64)
+    has_fetch, ifl = _line_table(s_iline, ipar[I_SW_FETCH] != 0, n_sms)
+    gfl = np.full(ifl.shape[1], -1.0, np.float64)
+    front = np.full(ifl.shape[0], -1, np.int64)
+    has_const, cfl = _line_table(s_cline, ipar[I_SW_CONST] != 0, n_sms)
     return Static(sx, sf, has_bar, sw_deps, has_async, S, U, has_fetch, ifl, gfl, front, fpar[F_L2_LAT],
                   fpar[F_DRAM_LAT], ipar[I_FETCH_PF], has_const, cfl)
 
