@@ -1033,8 +1033,8 @@ def _fetch_checks(s_iline, r_sidx, c_start, c_end, on):
     whose fetch it has waited for, so the loop checks nothing there."""
     n = s_iline.shape[0]
     chk = np.zeros(n, np.int64)
-    if not on:
-        return chk          # fetch switched off: nothing to check
+    if not on or n == 0 or s_iline.max() < 0:
+        return chk          # fetch switched off or not modelled: nothing to check
     for s in range(n):
         if s_iline[s] >= 0 and (s == 0 or s_iline[s - 1] != s_iline[s]):
             chk[s] = 1
