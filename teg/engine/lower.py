@@ -41,7 +41,7 @@ from teg.engine.input import (DEPMODEL_CODES, F_DRAM_LAT, F_ISSUE_INTERVAL, F_KE
                               I_SCHED, I_SLOTS, I_SMS, I_SMS_PER_PIPE, I_TIMELINE, I_RECORD_ORDER,
                               I_WARP_SIZE, I_FETCH_PF, I_L1_HASH, I_L2_HASH, NUM_FPAR, NUM_IPAR, POLICY_CODES,
                               SWITCH_INDEX, EngineInput)
-from teg.engine.occupancy import occupancy
+from teg.engine.occupancy import l1_data_bytes, occupancy
 from teg.engine.options import Options
 from teg.machine.model import Machine, OpInfo
 from teg.memory.cache import cache_geometry
@@ -514,9 +514,9 @@ def lower(program, kernel_trace, machine: Machine, options: Options | None = Non
     ipar[I_POLICY], ipar[I_DEPMODEL] = POLICY_CODES[options.policy], DEPMODEL_CODES[depmodel]
     for mech, idx in SWITCH_INDEX.items():
         ipar[idx] = int(bool(getattr(options, mech)))
-    shmem_alloc = math.ceil(shmem / sh.alloc_unit) * sh.alloc_unit if shmem else 0
+    l1_size = 0
     if gm.l1 is not None:
-        l1_size = gm.l1.size_bytes - resident * shmem_alloc
+        l1_size = l1_data_bytes(machine, threads, regs, shmem, resident)
         if l1_size >= gm.l1.line_bytes:
             ipar[I_L1_SETS:I_L1_SETS + 4] = cache_geometry(l1_size, gm.l1.line_bytes, gm.l1.sector_bytes, gm.l1.assoc)
             ipar[I_L1_HASH] = int(gm.l1.index == "xor")
@@ -565,7 +565,9 @@ def lower(program, kernel_trace, machine: Machine, options: Options | None = Non
             "dealing": "dynamic" if whole_gpu else ("sweep" if sweep_mode else "round-robin"),
             "waves": B / max(resident * n_sms, 1),
             "l2_partitions": int(ipar[I_L2_PARTS]), "l2_slices": int(ipar[I_L2_SLICES]),
-            "mshr_lines": int(ipar[I_MSHR])}
+            "mshr_lines": int(ipar[I_MSHR]), "l1_bytes": int(max(l1_size, 0)),
+            "shared_carveout_bytes": (gm.l1.size_bytes - l1_size if gm.l1 is not None and gm.l1.shared_carveouts
+                                      else None)}
     if options.blocks_per_sm is not None and meta["occupancy"] is not None:
         meta["occupancy"] = dict(meta["occupancy"], blocks_per_sm=resident, limiter="--blocks-per-sm")
     return EngineInput(

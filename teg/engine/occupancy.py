@@ -40,7 +40,8 @@ def occupancy(machine: Machine, threads_per_block: int, regs_per_thread: int = 0
     * blocks: ``max_blocks``;
     * registers: per-warp allocation ``ceil(regs * warp_size / reg_alloc_unit) * reg_alloc_unit``
       (``reg_alloc_per: block``: per block), ``registers // that`` warps (blocks);
-    * shared memory: ``size_per_sm // ceil(shmem / alloc_unit) * alloc_unit``.
+    * shared memory: ``size_per_sm // (ceil(shmem / alloc_unit) * alloc_unit + reserved_per_block)``
+      (the driver's reservation per block, 1 KB on sm_80+: CUDA-PG).
     """
     lim = machine.limits
     ws = machine.warp_size
@@ -67,11 +68,44 @@ def occupancy(machine: Machine, threads_per_block: int, regs_per_thread: int = 0
         if shmem_per_block > sh.max_per_block:
             raise OccupancyError(f"{shmem_per_block} bytes of shared memory per block exceed the "
                                  f"{sh.max_per_block} of {machine.name}")
-        alloc = math.ceil(shmem_per_block / sh.alloc_unit) * sh.alloc_unit
-        by["shared_memory"] = sh.size_per_sm // alloc
+        by["shared_memory"] = sh.size_per_sm // shared_per_block(machine, shmem_per_block)
     limiter = min(by, key=lambda k: by[k])
     blocks = by[limiter]
     if blocks < 1:
         raise OccupancyError(f"a block ({threads_per_block} threads, {regs_per_thread} registers/thread, "
                              f"{shmem_per_block} B shared) does not fit on one SM of {machine.name} ({limiter})")
     return Occupancy(blocks=blocks, warps_per_block=wpb, limiter=limiter, by_limit=by)
+
+
+def shared_per_block(machine: Machine, shmem_per_block: int) -> int:
+    """Shared memory one resident block holds: its allocation rounded up to the allocation unit,
+    plus the driver's reservation (``shared.reserved_per_block``)."""
+    sh = machine.shared
+    return math.ceil(shmem_per_block / sh.alloc_unit) * sh.alloc_unit + sh.reserved_per_block
+
+
+def l1_data_bytes(machine: Machine, threads_per_block: int, regs_per_thread: int, shmem_per_block: int,
+                  resident: int) -> int:
+    """The L1 data capacity left to a kernel beside its shared memory (0 with no L1).
+
+    A unified L1/shared array (``memory.l1.shared_carveouts_kb``, sm_70+) is split per kernel by
+    the driver, which "configures the shared memory capacity for each kernel to avoid shared
+    memory occupancy bottlenecks" (Volta/Ampere tuning guides): it takes the smallest supported
+    carveout that holds ``shared_per_block`` for as many blocks as the other limits (threads,
+    warps, blocks, registers) let reside, or the largest one; the L1 keeps the rest. A kernel of
+    64-thread blocks without shared memory on sm_80 reserves 32 blocks x 1 KB: a 32 KB carveout
+    and a 160 KB L1 (te42kyfo gpu-latency: the A100 L1 misses from ~160 kB, the H100's from
+    ~230 kB = 256 - 32). Without carveouts the L1 loses what the ``resident`` blocks allocate.
+    """
+    l1 = machine.memory.l1
+    if l1 is None:
+        return 0
+    if not l1.shared_carveouts:
+        return l1.size_bytes - resident * (shared_per_block(machine, shmem_per_block) if shmem_per_block else 0)
+    try:
+        blocks = occupancy(machine, threads_per_block, regs_per_thread).blocks
+    except OccupancyError:
+        blocks = resident       # no launch shape the driver could size (SASS only): the simulated blocks
+    need = blocks * shared_per_block(machine, shmem_per_block)
+    carveout = next((c for c in l1.shared_carveouts if c >= need), l1.shared_carveouts[-1])
+    return l1.size_bytes - carveout

@@ -327,13 +327,17 @@ def _build(doc: dict[str, Any], path: Path) -> Machine:
         banks=int(_v(sh["banks"])), bank_bytes=int(_v(sh["bank_bytes"])), phase_lanes=int(_v(sh["phase_lanes"])),
         latency=float(_v(sh["latency"])), wavefront_cycles=float(_v(sh["wavefront_cycles"])),
         size_per_sm=int(_v(sh["size_per_sm"])), max_per_block=int(_v(sh["max_per_block"])),
-        alloc_unit=int(_v(sh["alloc_unit"])))
+        alloc_unit=int(_v(sh["alloc_unit"])), reserved_per_block=int(_v(sh.get("reserved_per_block", 0))))
     warp_size = int(_v(doc["warp_size"]))
     num_sms = int(_v(doc["num_sms"]))
     clock = float(_v(doc["clock_mhz"]))
     if shared.phase_lanes > warp_size or warp_size % shared.phase_lanes:
         raise schema.SchemaViolation(("shared", "phase_lanes"), f"bad value {shared.phase_lanes}: must divide warp_size {warp_size}")
     memory = _build_memory(doc["memory"], num_sms, warp_size, clock)
+    if memory.l1 is not None and memory.l1.shared_carveouts and memory.l1.shared_carveouts[-1] != shared.size_per_sm:
+        raise schema.SchemaViolation(("memory", "l1", "shared_carveouts_kb"),
+                                     f"bad value: the largest carveout ({memory.l1.shared_carveouts[-1]} B) must be "
+                                     f"shared.size_per_sm ({shared.size_per_sm} B)")
     return Machine(
         name=str(doc["name"]), description=doc["description"], sm=int(_v(doc["sm"])), clock_mhz=clock,
         num_sms=num_sms, warp_size=warp_size, schedulers=int(_v(doc["schedulers"])),
@@ -354,9 +358,13 @@ def _build_cache(c: dict | None, name: str) -> Cache | None:
     if int(_v(c["line_bytes"])) > MAX_SECTORS_PER_LINE * int(_v(c["sector_bytes"])):
         raise schema.SchemaViolation(("memory", name, "sector_bytes"), f"bad value {_v(c['sector_bytes'])}: "
                                      f"at most {MAX_SECTORS_PER_LINE} sectors per line of {_v(c['line_bytes'])} B")
+    carve = tuple(sorted(int(kb) * 1024 for kb in _v(c.get("shared_carveouts_kb", []))))
+    if carve and carve[-1] >= int(_v(c["size_bytes"])):
+        raise schema.SchemaViolation(("memory", name, "shared_carveouts_kb"), f"bad value {carve[-1] // 1024} KB: "
+                                     f"a carveout must leave some of the {_v(c['size_bytes'])} B to the L1")
     return Cache(size_bytes=int(_v(c["size_bytes"])), line_bytes=int(_v(c["line_bytes"])),
                  sector_bytes=int(_v(c["sector_bytes"])), assoc=int(_v(c["assoc"])),
-                 latency=float(_v(c["latency"])), index=str(c.get("index", "linear")))
+                 latency=float(_v(c["latency"])), index=str(c.get("index", "linear")), shared_carveouts=carve)
 
 
 def _build_memory(m: dict, num_sms: int, warp_size: int, clock_mhz: float) -> GlobalMemory:

@@ -76,6 +76,9 @@ class Cache:
     assoc: int
     latency: float          # load-to-use latency on a hit (cycles)
     index: str = "linear"   # set index: "linear" (line mod sets) or "xor" (XOR-based placement)
+    # unified L1/shared: the shared capacities (bytes, ascending) the driver may carve out of
+    # ``size_bytes`` per kernel; empty: the L1 only loses what the resident blocks allocate
+    shared_carveouts: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,7 @@ class SharedMemory:
     size_per_sm: int            # bytes available to blocks per SM
     max_per_block: int
     alloc_unit: int             # allocation granularity in bytes
+    reserved_per_block: int = 0  # shared memory the CUDA driver reserves for every block (sm_80+: 1 KB)
 
 
 @dataclass(frozen=True)

@@ -139,10 +139,12 @@ class Flag:
 
 @dataclass(frozen=True)
 class NumList:
-    """A non-empty list of numbers (e.g. coalescing segment sizes)."""
+    """A non-empty list of numbers (e.g. coalescing segment sizes; ``positive=False`` admits 0)."""
 
     integer: bool = True
     required: bool = True
+    positive: bool = True
+    maximum: float = 64 * KIB
 
     def check(self, node: Any, path: tuple[str, ...], partial: bool) -> None:
         if isinstance(node, dict) and "value" in node:
@@ -151,7 +153,7 @@ class NumList:
         if not isinstance(node, list) or not node:
             raise SchemaViolation(path, f"wrong type: expected a non-empty list of numbers, got {_tname(node)}")
         for i, x in enumerate(node):
-            Num(integer=self.integer, positive=True, maximum=64 * KIB).check(x, path + (str(i),), partial)
+            Num(integer=self.integer, positive=self.positive, maximum=self.maximum).check(x, path + (str(i),), partial)
 
 
 @dataclass(frozen=True)
@@ -275,7 +277,9 @@ CACHE = Section({
     "index": Str(("linear", "xor"), required=False),
 }, required=False, nullable=True)
 # an L1 is per SM: its state is held once per simulated SM (the largest real one is 256 kB)
-L1_CACHE = replace(CACHE, fields={**CACHE.fields, "size_bytes": Num(integer=True, positive=True, maximum=MIB)})
+# and a unified L1/shared array names the shared capacities (KB) the driver may carve out of it
+L1_CACHE = replace(CACHE, fields={**CACHE.fields, "size_bytes": Num(integer=True, positive=True, maximum=MIB),
+                                  "shared_carveouts_kb": NumList(required=False, positive=False, maximum=KIB)})
 
 OPCLASS_FIELDS = {
     "unit": Str(),
@@ -344,6 +348,7 @@ TABLE = Section({
         "size_per_sm": Num(integer=True, positive=True, maximum=16 * MIB),
         "max_per_block": Num(integer=True, positive=True, maximum=16 * MIB),
         "alloc_unit": Num(integer=True, positive=True, maximum=MIB),
+        "reserved_per_block": Num(integer=True, required=False, maximum=64 * KIB),
     }),
     "memory": Section({
         "coalescing": Str(("cc13", "sector")),

@@ -75,6 +75,10 @@ def result_text(r: Result, top_pcs: int = 10, views=("summary", "stalls")) -> st
     if occ:
         lines.append(f"occupancy   {occ.get('blocks_per_sm')} blocks/SM, {occ.get('warps_per_sm')} warps/SM"
                      f" (limited by {occ.get('limiter')})")
+    if m.get("l1_bytes"):
+        carve = m.get("shared_carveout_bytes")
+        lines.append(f"L1          {m['l1_bytes'] // 1024} KB per SM" + (
+            f" (the driver's {carve // 1024} KB shared-memory carveout of the unified array)" if carve is not None else ""))
     bl = blocks_line(m)
     if bl:
         lines.append(bl)
