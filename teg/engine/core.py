@@ -98,11 +98,15 @@ C_STEPS, C_EVALS = CTR["engine_steps"], CTR["warp_evaluations"]
 
 # The loop's state lives in a few packed tables rather than one array per field (fewer live
 # array descriptors in the jitted loop: about 10 % faster on ALU-bound traces, same results).
-# Warp slots, floats ``slf[slot, SLF_*]``: t_dep of the current instruction, its split time (the
+# Warp slots, floats ``slf[slot, SLF_*]``: the split time of the current instruction's t_dep (the
 # producer's conflict/queue-free ready time), same-warp issue time, barrier release time, cycle
-# the instruction became current.
-SLF_TDEP, SLF_SPLIT, SLF_SAME, SLF_BAR, SLF_SINCE = range(5)
-NUM_SLF = 5
+# the instruction became current. t_dep itself is ``tdep[slot]``, an array of its own: it is all
+# a scheduler's scan reads of a warp it skips (one still waiting for a result beyond the scan's
+# minimum), and the t_deps of a whole GPU's slots (8 bytes each) stay in the host's cache where
+# their slot rows do not (the whole-GPU run reads each slot's row again only after visiting
+# every other SM).
+SLF_SPLIT, SLF_SAME, SLF_BAR, SLF_SINCE = range(4)
+NUM_SLF = 4
 # Warp slots, integers ``sli[slot, SLI_*]``: context (-1 = free), current row, end row, static
 # index of the current row, t_dep's two causes, same-warp cause, launch order (age), yield flag,
 # block, row (unit group) in ``uf`` and count of the current unit's copies, needs-a-memory-pipeline-slot
@@ -400,7 +404,7 @@ def _pack_static(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_me
 
 
 @_helper
-def _waited_on(sli, slf, uf, heap, sch_list, sch_n, g, nxt, policy, S, spsm, L, pipe, sw_units):
+def _waited_on(sli, tdep, uf, heap, sch_list, sch_n, g, nxt, policy, S, spsm, L, pipe, sw_units):
     """The static instruction that scheduler ``g`` waits on until ``nxt`` (its binding wait), for the
     instruction view, which charges the SM's stall cycles to it (``REC_PCS``; looked up only then,
     so that the loop keeps no state for it): the current instruction of the scheduler's first warp,
@@ -420,7 +424,7 @@ def _waited_on(sli, slf, uf, heap, sch_list, sch_n, g, nxt, policy, S, spsm, L, 
             slot = (g // S) * spsm + loc
         if sli[slot, SLI_CTX] < 0:
             continue
-        r = slf[slot, SLF_TDEP]
+        r = tdep[slot]
         if sw_units:
             m = uf[sli[slot, SLI_UOFF], 0]
             for c in range(1, sli[slot, SLI_UCNT]):
@@ -446,7 +450,7 @@ def _waited_on(sli, slf, uf, heap, sch_list, sch_n, g, nxt, policy, S, spsm, L, 
 #           latencies; f_pf the lines the prefetch runs ahead of a warp) and the constant caches'
 #           (has_const; cfl[sm, line] the time the line is in the SM's constant cache, -1 not read);
 #   Blocks: the grid (warp contexts, blocks, each SM's block list) and the launch state.
-Warps = namedtuple("Warps", ("sli", "slf", "rs", "rsc", "bs", "bsc", "bq", "bqc", "bqn"))
+Warps = namedtuple("Warps", ("sli", "slf", "tdep", "rs", "rsc", "bs", "bsc", "bq", "bqc", "bqn"))
 Scheds = namedtuple("Scheds", ("scf", "sci", "lbo", "sch_list", "sch_n"))
 Static = namedtuple("Static", ("sx", "sf", "has_bar", "sw_deps", "has_async", "S", "U", "has_fetch", "ifl",
                                "gfl", "front", "f_l2", "f_dram", "f_pf", "has_const", "cfl"))
@@ -551,7 +555,7 @@ def _compute_tdep(w, st, slot):
                 sp = bsp
                 c1 = b1
                 c2 = b2
-    slf[slot, SLF_TDEP] = t0
+    w.tdep[slot] = t0
     sli[slot, SLI_C1] = c1
     sli[slot, SLI_C2] = c2
     slf[slot, SLF_SPLIT] = sp
@@ -565,13 +569,13 @@ def _compute_tdep(w, st, slot):
 @_hot
 def _note_ready(w, sc, slot):
     """Lower the slot's scheduler wake-up time to the slot's t_dep."""
-    sli, slf = w.sli, w.slf
+    sli, slf, tdep = w.sli, w.slf, w.tdep
     scf, sci, lbo = sc.scf, sc.sci, sc.lbo
     g = _nonneg(sli[slot, SLI_G])
-    if slf[slot, SLF_TDEP] < lbo[g]:
-        lbo[g] = slf[slot, SLF_TDEP]
-    if slf[slot, SLF_TDEP] < scf[g, SCF_NEXT]:
-        scf[g, SCF_NEXT] = slf[slot, SLF_TDEP]
+    if tdep[slot] < lbo[g]:
+        lbo[g] = tdep[slot]
+    if tdep[slot] < scf[g, SCF_NEXT]:
+        scf[g, SCF_NEXT] = tdep[slot]
         sci[g, SCI_C1] = sli[slot, SLI_C1]
         sci[g, SCI_C2] = sli[slot, SLI_C2]
         scf[g, SCF_SPLIT] = slf[slot, SLF_SPLIT]
@@ -602,10 +606,10 @@ def _earliest_copy(sli, uf, slot):
 
 
 @_hot
-def _ready_of(sli, slf, uf, heap, pp, sw_units, slot):
+def _ready_of(sli, tdep, uf, heap, pp, sw_units, slot):
     """Earliest cycle the slot's instruction may issue (t_dep, unit copy, memory-pipeline slot
     ``heap[pp]``) and the binding shared resource (0: t_dep binds), as the scan evaluates a warp."""
-    r = slf[slot, SLF_TDEP]
+    r = tdep[slot]
     bind = 0
     if sw_units:
         m = _earliest_copy(sli, uf, slot)[1]
@@ -1099,7 +1103,7 @@ def _new_warps(n_sms, spsm, S, nreg, has_async):
     bq = np.zeros((n_slots, NSB + 1, NQ if has_async else 1, 2), np.float64)
     bqc = np.zeros((n_slots, NSB + 1, NQ if has_async else 1, 2), np.int64)
     bqn = np.zeros((n_slots, NSB), np.int64)
-    return Warps(sli, slf, rs, rsc, bs, bsc, bq, bqc, bqn)
+    return Warps(sli, slf, np.zeros(n_slots, np.float64), rs, rsc, bs, bsc, bq, bqc, bqn)
 
 
 @_helper
@@ -1270,7 +1274,7 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
 
     # ---- the loop's tables (Warps, Scheds, Memory, Blocks above say what they hold)
     warps = _new_warps(n_sms, spsm, S, nreg, has_async)
-    sli, slf, rs, rsc, bs, bsc, bq, bqc, bqn = warps
+    sli, slf, tdep, rs, rsc, bs, bsc, bq, bqc, bqn = warps
     scheds = _new_scheds(G, L)
     scf, sci, lbo, sch_list, sch_n = scheds
     g_sm, g_sch, sm_pipe = _index_maps(n_sms, S, mc.spp)
@@ -1369,7 +1373,7 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                         gm = k
                 _charge(stall_out, sci[gm, SCI_C1], sci[gm, SCI_C2], sm_t[nsm], t, scf[gm, SCF_SPLIT])
                 if attrib and t > sm_t[nsm]:
-                    ks = _waited_on(sli, slf, uf, heap, sch_list, sch_n, gm, scf[gm, SCF_NEXT], policy, S, spsm, L,
+                    ks = _waited_on(sli, tdep, uf, heap, sch_list, sch_n, gm, scf[gm, SCF_NEXT], policy, S, spsm, L,
                                     sm_pipe[nsm], sw_units)
                     _charge(pcc[PC_STALL, ks if ks >= 0 else pc_none], sci[gm, SCI_C1], sci[gm, SCI_C2], sm_t[nsm], t,
                             scf[gm, SCF_SPLIT])
@@ -1403,7 +1407,7 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
             gbind = 0
             if policy == 1 and gs >= 0 and sli[gs, SLI_CTX] >= 0:
                 gs = _nonneg(gs)
-                rg, gbind = _ready_of(sli, slf, uf, heap, pp, sw_units, gs)
+                rg, gbind = _ready_of(sli, tdep, uf, heap, pp, sw_units, gs)
                 if rg > t:
                     gdone = True
                     if rg < lbo[g] and not replay:
@@ -1441,12 +1445,13 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                     if slot == gskip:
                         continue
                 nev += 1
-                r = slf[slot, SLF_TDEP]
+                r = tdep[slot]
                 if r > t and r >= minr:
                     continue            # r only grows below: neither eligible nor the new minimum
-                if sli[slot, SLI_GMEM] and hmin > t and hmin >= minr:
+                # (the pipeline's time tested first: the slot's row is read only when it may bind)
+                if hmin > t and hmin >= minr and sli[slot, SLI_GMEM]:
                     continue            # waits for a memory-pipeline slot beyond the minimum
-                r, bind = _ready_of(sli, slf, uf, heap, pp, sw_units, slot)
+                r, bind = _ready_of(sli, tdep, uf, heap, pp, sw_units, slot)
                 if r <= t:
                     if best < 0:
                         best = slot
@@ -1488,7 +1493,7 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                         parked[g] = True
                         continue
                 elif best >= 0 and best != rp_slot:
-                    r, bind = _ready_of(sli, slf, uf, heap, pp, sw_units, rp_slot)
+                    r, bind = _ready_of(sli, tdep, uf, heap, pp, sw_units, rp_slot)
                     if r <= t:
                         others_ready = True     # the scan's choice is eligible too
                         best = rp_slot
@@ -1526,7 +1531,7 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                 ufree = -INF
                 if sw_units:
                     ucopy, ufree = _earliest_copy(sli, uf, slot)
-                record_issue(timeline, pcc, row, s, g, t, slf[slot, SLF_SINCE], slf[slot, SLF_TDEP],
+                record_issue(timeline, pcc, row, s, g, t, slf[slot, SLF_SINCE], tdep[slot],
                              slf[slot, SLF_SPLIT], sli[slot, SLI_C1], sli[slot, SLI_C2], ufree, ucopy,
                              heap[pp, 0] if sli[slot, SLI_GMEM] else -INF)
             if rec_order:
@@ -1694,8 +1699,8 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                 n1 = SCHEDULER
                 n2 = SCHEDULER
                 nsp = t
-            if sli[slot, SLI_CTX] >= 0 and slf[slot, SLF_TDEP] < nxt:
-                nxt = slf[slot, SLF_TDEP]
+            if sli[slot, SLI_CTX] >= 0 and tdep[slot] < nxt:
+                nxt = tdep[slot]
                 n1 = sli[slot, SLI_C1]
                 n2 = sli[slot, SLI_C2]
                 nsp = slf[slot, SLF_SPLIT]
