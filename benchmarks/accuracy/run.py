@@ -263,7 +263,7 @@ def cache_regime(kb: int, l1_bytes: int, l2_bytes: int, l2_partitions: int) -> s
     sweeps the whole set): ``"l1"`` if it fits in an SM's L1, ``"l2"`` if it fits in one L2
     partition's share (every SM reads every line, so each partition keeps a copy of the whole set:
     the near copies of GTC21's A100 L2; the measured A100 / H100 rates drop between 19 and 23 MB /
-    between 19 and 36 MB, i.e. at 20 / 25 MB), else ``"dram"``."""
+    between 23 and 27 MB, i.e. at 20 / 25 MB), else ``"dram"``."""
     if kb * 1024 <= l1_bytes:
         return "l1"
     if kb * 1024 <= l2_bytes // max(1, l2_partitions):
