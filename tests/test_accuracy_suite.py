@@ -26,7 +26,7 @@ def acc():
 
 
 KERNELS = [("stream", "sm_80", "stream_triad"), ("stream", "sm_90", "stream_read"),
-           ("cache", "sm_90", "cache_sum"), ("l2cache", "sm_80", "l2_sum"),
+           ("cache", "sm_90", "cache_sum_204"), ("l2cache", "sm_80", "l2_fma"), ("l2cache", "sm_90", "l2_add"),
            ("latency", "sm_80", "chase"), ("polybench", "sm_75", "conv3d"),
            ("polybench", "sm_75", "mm3_kernel")]
 
@@ -49,20 +49,22 @@ def test_tiny_traces_generate(acc, tmp_path, monkeypatch):
     _, kt2 = acc.trace("stream", "sm_80", "stream_triad", 4, 64,
                        ["A=zeros:float64:256", "B=rand:float64:256", "C=rand:float64:256", "n=int64:256"], "t")
     assert kt2.num_rows == kt.num_rows
-    # cache kernels: a 2 kB set swept 3 times (its own kernel), and a 3 kB set read in a window of 5
-    # loads per thread (the phase-spread kernel, wrapping at the end of the buffer)
+    # cache kernels (one block per SM in the suite; 2 blocks here): a 2 kB set (1 double per thread
+    # per sweep) swept 6 times, and a 12 kB set (6 per sweep) read in a window of 5 loads per thread
+    # at spread phases (block 1 starts at position 3 and wraps)
     _, kt = acc.trace("cache", "sm_90", "cache_sum_2", 2, 256,
-                      ["B=rand:float32:512", "out=zeros:float32:256", "per_sweep=2", "loads=6"], "t", use_cache=False)
+                      ["B=rand:float64:256", "out=zeros:float64:256", "zero=0", "loads=6", "mult=0"], "t",
+                      use_cache=False)
     assert kt.num_warps == 16 and _active_loads(kt) == 16 * 6
-    _, kt = acc.trace("cache", "sm_90", "cache_sum", 2, 256,
-                      ["B=rand:float32:768", "out=zeros:float32:256", "per_sweep=3", "loads=5", "mult=1"], "t",
+    _, kt = acc.trace("cache", "sm_90", "cache_sum_12", 2, 256,
+                      ["B=rand:float64:1536", "out=zeros:float64:256", "zero=0", "loads=5", "mult=1"], "t",
                       use_cache=False)
     assert kt.num_warps == 16 and _active_loads(kt) == 16 * 5
-    # l2: 3 blocks over 2 slices of 2 float2 per thread
-    _, kt = acc.trace("l2cache", "sm_80", "l2_sum", 3, 1024,
-                      ["B=rand:float32:8192", "out=zeros:float32:1024", "slices=2", "per_thread=2"], "t",
-                      use_cache=False)
-    assert (kt.mem_width == 8).sum() == 3 * 32 * 2
+    assert _load_positions(kt, 8 + 2) == [3, 4, 5, 0, 1]
+    # l2: 3 blocks of 1024 threads over 2 slices of 64 doubles per thread
+    _, kt = acc.trace("l2cache", "sm_80", "l2_fma", 3, 1024,
+                      ["B=zeros:float64:131072", "out=zeros:float64:1024", "slices=2"], "t", use_cache=False)
+    assert (kt.mem_width == 8).sum() == 3 * 32 * 64
     # pointer chase: 16 elements, one warm pass, 8 timed loads, two clock reads
     buf = acc.chase_buffer(1, 16, 8)
     np.save(tmp_path / "chain.npy", buf)
@@ -80,55 +82,86 @@ def _active_loads(kt):
 
 
 def _load_positions(kt, w):
-    """Sweep positions (kB from the buffer start) of warp ``w``'s active loads, in trace order."""
+    """Sweep positions k of warp ``w``'s active cache loads (thread t reads double t + 256 k), in
+    trace order (nvcc may reorder the loads of an unrolled sweep)."""
     ops = np.array(kt.opcodes)[kt.opcode]
     base = int(kt.addresses.min())
     sl = kt.warp_rows(w)
-    return [(int(kt.row_addresses(i).min()) - base) // 1024 for i in range(sl.start, sl.stop)
+    return [(int(kt.row_addresses(i).min()) - base) // 2048 for i in range(sl.start, sl.stop)
             if ops[i].startswith("LDG") and kt.mask[i]]
+
+
+def _chunks(kt, block, chunk_doubles):
+    """The chunks (of ``chunk_doubles`` doubles from the buffer start) that ``block``'s loads touch."""
+    ops = np.array(kt.opcodes)[kt.opcode]
+    base = int(kt.addresses.min())
+    rows = [i for w in np.nonzero(kt.warp_block == block)[0] for i in range(kt.warp_rows(w).start, kt.warp_rows(w).stop)
+            if ops[i].startswith("LDG")]
+    return sorted({(int(a) - base) // (8 * chunk_doubles) for i in rows for a in kt.row_addresses(i)})
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 def test_cache_kernels(acc, arch):
-    """Every measured set up to 64 kB has its own kernel; the window kernel starts block b at sweep
-    position (b * per_sweep) // grid and wraps; a warp's loads are coalesced 128 B rows."""
-    kbs = {int(r["data_set_kB"]) for r in acc._read("cache_bandwidth.csv")}
-    assert {k for k in kbs if k <= 64} <= set(acc.CACHE_FIXED_KB)
-    for kb in acc.CACHE_FIXED_KB:
+    """Every measured set has its own kernel; a window starts block b at sweep position
+    (q * P) // grid, q = b * mult mod grid, and wraps; whole sweeps start at 0; a warp's loads are
+    coalesced 256 B rows of doubles."""
+    for kb in sorted({int(r["data_set_kB"]) for r in acc._read("cache_bandwidth.csv")}):
         acc.program("cache", arch, f"cache_sum_{kb}")
-    assert acc.cache_launch(12, 0) == ("cache_sum_12", 24) and acc.cache_launch(12, 1) == ("cache_sum_12", 60)
-    # both runs past the cold first sweep: at least 2 and 4 sweeps (28 kB: 32 // 28 = 1, 64 // 28 = 2)
-    assert acc.cache_launch(28, 0) == ("cache_sum_28", 56) and acc.cache_launch(28, 1) == ("cache_sum_28", 112)
-    # a window set that fits in the L1 (204 kB in 256 kB): 2 and 4 whole sweeps; beyond it, short windows
-    assert acc.cache_launch(204, 0, 912, 50 << 20, 256 << 10)[1] == 408
-    assert acc.cache_launch(204, 1, 912, 50 << 20, 256 << 10)[1] == 816
-    assert acc.cache_launch(384, 1, 912, 0, 256 << 10)[1] == acc.CACHE_LOADS[1]
-    assert acc.cache_launch(4044, 1) == ("cache_sum", acc.CACHE_LOADS[1])
-    # an L2-resident set: windows past the L2's cold fill (8 x kB/grid loads, rounded up to 8)
-    w1 = max(acc.CACHE_LOADS[0], -(-acc.CACHE_L2_WARM * 10380 // (8 * 912)) * 8)
-    assert acc.cache_launch(10380, 0, 912, 50 << 20) == ("cache_sum", w1)
-    assert acc.cache_launch(10380, 1, 912, 50 << 20)[1] == max(acc.CACHE_LOADS[1], 2 * w1)
-    assert acc.cache_launch(68320, 1, 912, 50 << 20)[1] == acc.CACHE_LOADS[1]     # larger than the L2
     from collections import Counter
     from teg.emu import emulate
-    prog, image = acc.program("cache", arch, "cache_sum")
-    grid, kb, loads = 8, 20, 28                   # 28 loads from the block's phase: wraps once
+    prog, image = acc.program("cache", arch, "cache_sum_20")
+    grid, p, loads = 8, 10, 14                    # 14 loads from the block's phase: wraps once
     mult = acc.phase_multiplier(grid)             # 5: coprime with 8, nearest 8 / golden ratio
-    assert mult == 5 and acc.phase_multiplier(864) == 535 and acc.phase_multiplier(912) == 565
-    kt = emulate(prog, image, grid, 256, [f"B=rand:float32:{kb * 256}", "out=zeros:float32:256",
-                                          f"per_sweep={kb}", f"loads={loads}", f"mult={mult}"]).kernel_trace
+    assert mult == 5 and acc.phase_multiplier(108) == 67 and acc.phase_multiplier(114) == 71
+    kt = emulate(prog, image, grid, 256, [f"B=rand:float64:{p * 256}", "out=zeros:float64:256", "zero=0",
+                                          f"loads={loads}", f"mult={mult}"]).kernel_trace
     for b in range(grid):
         w = 8 * b + 3
         assert kt.warp_block[w] == b
-        start = (b * mult % grid) * kb // grid   # the block's permuted phase
-        assert Counter(_load_positions(kt, w)) == Counter((start + i) % kb for i in range(loads))
+        start = (b * mult % grid) * p // grid    # the block's permuted phase
+        assert Counter(_load_positions(kt, w)) == Counter((start + i) % p for i in range(loads))
     row = next(i for i in range(kt.num_rows) if kt.mask[i] and kt.opcodes[kt.opcode[i]].startswith("LDG"))
     a = np.sort(kt.row_addresses(row))
-    assert len(a) == 32 and a[-1] - a[0] == 124 and (np.diff(a) == 4).all()
+    assert len(a) == 32 and a[-1] - a[0] == 248 and (np.diff(a) == 8).all()
     prog, image = acc.program("cache", arch, "cache_sum_12")
-    kt = emulate(prog, image, 2, 256, ["B=rand:float32:3072", "out=zeros:float32:256", "per_sweep=12",
-                                       "loads=36"]).kernel_trace
-    assert Counter(_load_positions(kt, 0)) == Counter(list(range(12)) * 3)
+    kt = emulate(prog, image, 2, 256, ["B=rand:float64:1536", "out=zeros:float64:256", "zero=0", "loads=18",
+                                       "mult=0"]).kernel_trace
+    assert Counter(_load_positions(kt, 9)) == Counter(list(range(6)) * 3)
+
+
+def test_cache_launch_rules(acc):
+    """The steady state by regime (README "cache"): L1-resident sets whole sweeps (at least 2 and 4,
+    about CACHE_LOADS loads); L2-resident ones (up to one partition's share) windows at spread
+    phases past the L2's cold fill; larger ones windows from position 0 (the convoy)."""
+    l1, l2 = 192 << 10, 40 << 20
+    assert acc.cache_regime(128, l1, l2, 2) == "l1" and acc.cache_regime(204, l1, l2, 2) == "l2"
+    assert acc.cache_regime(19456, l1, l2, 2) == "l2" and acc.cache_regime(22764, l1, l2, 2) == "dram"
+    assert acc.cache_regime(22764, l1, l2, 1) == "l2"
+    lo, hi = acc.CACHE_LOADS
+    assert acc.cache_launch(2, 0, "l1") == (lo, False) and acc.cache_launch(2, 1, "l1") == (hi, False)
+    # 124 kB = 62 loads per sweep: at least 2 and 4 sweeps, whole ones
+    assert acc.cache_launch(124, 0, "l1") == (62 * max(2, -(-lo // 62)), False)
+    assert acc.cache_launch(124, 1, "l1") == (62 * max(4, -(-hi // 62)), False)
+    # an L2-resident set: windows past the L2's cold fill (8 x P / SMs loads, rounded up to 32)
+    w1 = max(lo, -(-acc.CACHE_L2_WARM * 9728 // (32 * 108)) * 32)
+    assert acc.cache_launch(19456, 0, "l2", 108) == (w1, True)
+    assert acc.cache_launch(19456, 1, "l2", 108) == (2 * w1, True)
+    assert acc.cache_launch(68320, 1, "dram", 108) == (hi, False)
+
+
+@pytest.mark.parametrize("kernel,pair", [("l2_add", False), ("l2_fma", True)])
+def test_l2_kernels_read_interleaved_chunks(acc, kernel, pair):
+    """Block b reads the chunks (b mod R) + R * i: 64 chunks of 1024 doubles (l2_add) or 32 pairs of
+    1024-double rows (l2_fma), so a block's 512 kB slice spans the whole buffer."""
+    from teg.emu import emulate
+    prog, image = acc.program("l2cache", "sm_80", kernel)
+    r = 3
+    kt = emulate(prog, image, 4, 1024, [f"B=zeros:float64:{r * 65536}", "out=zeros:float64:1024",
+                                        f"slices={r}"]).kernel_trace
+    for b in range(4):
+        assert _chunks(kt, b, 1024) == sorted((b % r + r * i) * (1 + pair) + h for i in range(64 // (1 + pair))
+                                              for h in range(1 + pair))
+    assert acc.l2_blockrun(9, 864) == 9 and acc.l2_blockrun(9000, 864) == 864
 
 
 def test_chase_buffer_is_one_cycle(acc):

@@ -45,13 +45,14 @@ STREAM_KERNELS = {"init": ("stream_init", 1), "read": ("stream_read", 1), "scale
 STREAM_BLOCKS_FULL = (32, 64, 128, 256, 512, 1024)
 STREAM_BLOCKS_QUICK = (64, 1024)
 STREAM_WAVES = (2, 4)          # steady state = difference of the runs with 2 and 4 waves
-# loads per thread of the two cache runs (difference); TEG_ACCURACY_CACHE_LOADS="64,128" overrides
-CACHE_LOADS = tuple(int(x) for x in os.environ.get("TEG_ACCURACY_CACHE_LOADS", "32,64").split(","))
-# cache sets with a kernel of their own (cache_sum_<kB>: whole sweeps of a constant length)
-CACHE_FIXED_KB = (2, 4, 6, 8) + tuple(range(12, 65, 4))
-# L2-resident cache sets: the first window is at least CACHE_L2_WARM x the loads per thread that
-# miss while the L2 fills (kB / grid): the fill runs at DRAM speed, ~2-4x slower than L2 hits
+# cache (gpu-cache): one 256-thread block per SM. Loads per thread of the two runs (difference):
+# at least these; TEG_ACCURACY_CACHE_LOADS="256,512" overrides
+CACHE_LOADS = tuple(int(x) for x in os.environ.get("TEG_ACCURACY_CACHE_LOADS", "128,256").split(","))
+# L2-resident sets: the first window is at least CACHE_L2_WARM x the loads per thread that miss
+# while the L2 fills (P / SMs with spread phases): the fill runs at DRAM speed, ~2-4x slower than L2 hits
 CACHE_L2_WARM = 8
+# l2 (gpu-l2-cache): the kernel of the code that produced each GPU's file (kernels/l2cache.cu)
+L2_KERNELS = {"a100_80": "l2_fma", "h100_pcie": "l2_add"}
 L2_WAVES = (2, 4)               # l2: waves of resident 1024-thread blocks (difference; 1 and 2 let run 1's cold tail distort it)
 LAT_TIMED = 1024                # timed loads of the pointer chase
 LAT_WARM_CAP = 1 << 20          # chains up to 64 MB are walked once before the timed loads
@@ -257,33 +258,45 @@ def predict_stream(p: Point):
     return streams * 8 * (n2 - n1) / (cyc / (m.clock_mhz * 1e6)) / 1e9
 
 
-def cache_launch(kb: int, run: int, grid: int = 1 << 30, l2_bytes: int = 0, l1_bytes: int = 0) -> tuple[str, int]:
-    """Kernel and loads per thread of cache run ``run`` (0 or 1) for a ``kb`` kB set (1 kB = 256
-    floats = one load per thread per sweep). Sets with a kernel of their own (up to 64 kB): whole
-    sweeps from position 0, at least 2 and 4, about CACHE_LOADS loads. Others: a window of
-    CACHE_LOADS[run] loads that each block starts at its own, evenly spread, phase of the sweep
-    (see kernels/cache.cu and README.md); for a set that fits in the L1 (``l1_bytes``) at least 2
-    and 4 sweeps — with fewer, the first run ends inside the blocks' cold first sweep, whose
-    misses the second run's hits overlap, and the difference came out above the L1's bandwidth
-    (A100 44 kB +24 %); for a set that fits in the L2 (``l2_bytes``) at least
-    CACHE_L2_WARM · kB/grid loads (and twice that), so that the first run is past the cold fill of
-    the L2 (each block's first kB/grid loads miss to DRAM)."""
-    if kb in CACHE_FIXED_KB:
-        return f"cache_sum_{kb}", kb * max(2 * (run + 1), CACHE_LOADS[run] // kb)
-    w = CACHE_LOADS[run]
+def cache_regime(kb: int, l1_bytes: int, l2_bytes: int, l2_partitions: int) -> str:
+    """Where the steady state of the gpu-cache run serves a ``kb`` kB set from (each SM's one block
+    sweeps the whole set): ``"l1"`` if it fits in an SM's L1, ``"l2"`` if it fits in one L2
+    partition's share (every SM reads every line, so each partition keeps a copy of the whole set:
+    the near copies of GTC21's A100 L2; the measured A100 / H100 rates drop between 19 and 23 MB /
+    between 23 and 27 MB, i.e. at 20 / 25 MB), else ``"dram"``."""
     if kb * 1024 <= l1_bytes:
-        # a set an SM's L1 holds: both runs past each block's cold first sweep (2 and 4 sweeps)
-        w = max(w, -(-2 * (run + 1) * kb // 8) * 8)
-    if kb * 1024 <= l2_bytes:
-        w1 = -(-CACHE_L2_WARM * kb // (8 * grid)) * 8        # rounded up to a multiple of 8
-        w = max(w, w1 * (run + 1))
-    return "cache_sum", w
+        return "l1"
+    if kb * 1024 <= l2_bytes // max(1, l2_partitions):
+        return "l2"
+    return "dram"
+
+
+def cache_launch(kb: int, run: int, regime: str, sms: int = 1) -> tuple[int, bool]:
+    """Loads per thread of cache run ``run`` (0 or 1) for a ``kb`` kB set (P = kb / 2 doubles per
+    thread per sweep) and whether the blocks' phases are spread (else every block starts at sweep
+    position 0, as the benchmark's blocks do). The steady state of the measured run, by ``regime``:
+    - ``l1``: each SM re-reads its own L1; whole sweeps from position 0, at least 2 and 4 (and about
+      CACHE_LOADS loads), so that both runs are past the cold first sweep;
+    - ``l2``: every SM reads the L2 at a phase of its own (the blocks start together, but L2 hits
+      do not keep them together, and the benchmark runs 1e8 / N + 2 >= 42 sweeps): windows at evenly
+      spread phases, at least CACHE_L2_WARM x P / sms loads (the L2's cold fill: each block's first
+      P / sms loads miss) and twice that;
+    - ``dram``: the blocks stay together in a convoy, the first SM's miss serving the others' reads
+      (the measured DRAM traffic at 68 MB is 1/108 of the L2 traffic on the A100): windows from
+      position 0, CACHE_LOADS[run] loads."""
+    p = kb // 2
+    if regime == "l1":
+        return p * max(2 * (run + 1), -(-CACHE_LOADS[run] // p)), False
+    if regime == "l2":
+        w1 = max(CACHE_LOADS[0], -(-CACHE_L2_WARM * p // (32 * sms)) * 32)   # rounded up to 32
+        return w1 * (run + 1), True
+    return CACHE_LOADS[run], False
 
 
 def phase_multiplier(grid: int) -> int:
-    """The window kernel's phase permutation ``q = b * mult mod grid``: the integer nearest
+    """The spread phases' permutation ``q = b * mult mod grid``: the integer nearest
     ``grid / golden ratio`` that is coprime with ``grid`` (a permutation that spreads consecutive
-    blocks — consecutive SMs of the first wave, one L2 partition — over the whole buffer)."""
+    blocks — consecutive SMs, one L2 partition — over the whole buffer)."""
     target = round(grid / 1.6180339887)
     for d in range(grid):
         for m in (target + d, target - d):
@@ -296,38 +309,49 @@ def predict_cache(p: Point):
     table, arch = GPUS[p.gpu]
     m = machine(table)
     kb = p.params["kB"]
-    blocks = m.num_sms * (m.limits.max_threads // 256)
+    sms = m.num_sms                          # one 256-thread block per SM, as measured
+    regime = cache_regime(kb, m.memory.l1.size_bytes, m.memory.l2.size_bytes, m.memory.l2_partitions)
     runs = []
-    for i in range(len(CACHE_LOADS)):
-        kernel, loads = cache_launch(kb, i, blocks, m.memory.l2.size_bytes, m.memory.l1.size_bytes)
-        args = [f"B=rand:float32:{kb * 256}", "out=zeros:float32:256", f"per_sweep={kb}", f"loads={loads}"]
-        if kernel == "cache_sum":
-            args.append(f"mult={phase_multiplier(blocks)}")
-        prog, kt = trace("cache", arch, kernel, blocks, 256, args, f"g{blocks}k{kb}l{loads}")
+    for i in range(2):
+        loads, spread = cache_launch(kb, i, regime, sms)
+        mult = phase_multiplier(sms) if spread else 0
+        args = [f"B=rand:float64:{kb * 128}", "out=zeros:float64:256", "zero=0", f"loads={loads}", f"mult={mult}"]
+        prog, kt = trace("cache", arch, f"cache_sum_{kb}", sms, 256, args, f"g{sms}l{loads}m{mult}")
         res = engine(prog, kt, m)
-        runs.append((blocks * 256 * 4 * loads, res))
+        runs.append((sms * 256 * 8 * loads, res))
     (b1, r1), (b2, r2) = runs
     p.cycles = r2.cycles
     p.stalls = _stalls(r2)
     return (b2 - b1) / ((r2.cycles - r1.cycles) / (m.clock_mhz * 1e6)) / 1e9
 
 
+def l2_blockrun(slices: int, grid: int) -> int:
+    """The ``slices`` argument (the benchmark's blockRun R: block b reads the chunks (b mod R) + R·i)
+    of a simulated launch of ``grid`` blocks. With R > grid the blocks read disjoint chunks that no
+    later block of the launch re-reads, as in the measured run (the next reader of a chunk comes R
+    blocks later, after the L2 has streamed R · 512 kB > its capacity): R is then capped at
+    ``grid`` so that the buffer holds grid slices instead of the total — only the distance between
+    a block's chunks shrinks (R·chunk)."""
+    return min(slices, grid)
+
+
 def predict_l2(p: Point):
     table, arch = GPUS[p.gpu]
     m = machine(table)
+    kernel = L2_KERNELS[p.gpu]
     slice_b = p.params["slice_kB"] * 1024
-    per_thread = slice_b // (1024 * 8)
+    if slice_b != 64 * 1024 * 8:
+        raise ValueError(f"l2 kernels read 64 doubles per thread (512 kB slices), not {slice_b // 1024} kB")
     slices = max(1, p.params["total_kB"] * 1024 // slice_b)
-    resident = max(1, m.limits.max_threads // 1024)
+    from teg.engine.occupancy import occupancy
+    _, image = program("l2cache", arch, kernel)
+    resident = occupancy(m, 1024, image.nregs).blocks      # as the engine places them (registers)
     runs = []
     for w in L2_WAVES:
         grid = w * resident * m.num_sms
-        used = min(slices, grid)             # slices beyond the grid are never touched
-        args = [f"B=rand:float32:{used * slice_b // 4}", "out=zeros:float32:1024", f"slices={slices}",
-                f"per_thread={per_thread}"]
-        # the buffer holds only the touched slices: block b reads slice b mod slices < grid
-        args[0] = f"B=rand:float32:{used * slice_b // 4}"
-        prog, kt = trace("l2cache", arch, "l2_sum", grid, 1024, args, f"g{grid}s{slices}p{per_thread}")
+        r = l2_blockrun(slices, grid)
+        args = [f"B=zeros:float64:{r * slice_b // 8}", "out=zeros:float64:1024", f"slices={r}"]
+        prog, kt = trace("l2cache", arch, kernel, grid, 1024, args, f"g{grid}r{r}")
         res = engine(prog, kt, m)
         runs.append((grid * slice_b, res))
     (b1, r1), (b2, r2) = runs

@@ -1,73 +1,73 @@
-// gpu-cache style kernel (teg accuracy suite; our own code). Every block of 256 threads reads the
-// same buffer of n = 256 * per_sweep floats, coalesced, over and over: one sweep is thread t summing
-// B[t + 256 k] for k = 0 .. per_sweep-1 (one load per thread per kB of the set). A launch executes
-// `loads` loads per thread (a time window of the benchmark's ~1e9/n repeats):
-//  * sets of up to 64 kB (per_sweep <= 64): loads / per_sweep whole sweeps from k = 0, the sweep
-//    compiled with a constant length and fully unrolled (as a benchmark instantiated per set size
-//    is): LDG + FADD per load and a pointer add per sweep (2.1-2.7 instructions per load, 3.2 for
-//    the 2 kB set);
-//  * larger sets: a window of `loads` consecutive loads that block b starts at sweep position
-//    (q * per_sweep) / gridDim.x with q = (b * mult) mod gridDim.x, wrapping at the end of the
-//    buffer: the blocks' phases are spread evenly over the sweep, as they are (uniformly) after many
-//    repeats on the GPU, and `mult` (coprime with the grid, near gridDim.x / golden ratio) spreads
-//    the phases of consecutive blocks — which the first wave puts on consecutive SMs, hence in one
-//    L2 partition — over the whole buffer, as on the GPU every SM ends up reading all of it.
-//    Contiguous runs are unrolled 8 times into 8 independent sums.
-#define LOAD8(p, s)                                                                                   \
-    s[0] += (p)[0];    s[1] += (p)[256];  s[2] += (p)[512];  s[3] += (p)[768];                      \
-    s[4] += (p)[1024]; s[5] += (p)[1280]; s[6] += (p)[1536]; s[7] += (p)[1792];
+// gpu-cache experiment (teg accuracy suite; our own code, written from the facts listed in
+// benchmarks/accuracy/README.md, "cache": te42kyfo/gpu-benches 266497d, cuda-cache/main.cu, the
+// code that produced the A100 80 GB and H100 PCIe files). The launch is ONE block of 256 threads per
+// SM; every block reads the same buffer of 256 * P doubles (P = kB / 2 loads per thread per sweep),
+// coalesced: a sweep is thread t adding B[t + 256 k], k = 0 .. P-1, into ONE double accumulator
+// (a dependent DADD chain), the sweep loop unrolled completely for P < 64 and 32 times otherwise;
+// each sweep starts by advancing the buffer pointer by `zero` (0 at run time: the loads are not
+// loop-invariant) and ends by multiplying the sum by 1.3. One kernel per measured set size
+// (cache_sum_<kB>), as the benchmark instantiates one per size.
+//
+// A launch executes `loads` loads per thread starting at sweep position `start`, wrapping at the
+// end of the buffer (a time window of the benchmark's 1e8 / N + 2 sweeps); `start` is 0 when
+// `mult` is 0 (every SM at the same phase, as the benchmark starts), otherwise block b starts at
+// (q * P) / gridDim.x with q = (b * mult) mod gridDim.x (phases spread evenly over the sweep).
 
 template <int P>
-__device__ __forceinline__ void fixed_sweeps(const float *p, int zero, int sweeps, float (&s)[8]) {
-    for (int r = 0; r < sweeps; r++) {
-#pragma unroll
-        for (int k = 0; k < P; k++) s[k % 8] += p[256 * k];
-        p += zero;                                // 0 at run time: the loads are not loop-invariant
-    }
+__device__ __forceinline__ double sweep(const double *p, double s) {
+#pragma unroll(P >= 64 ? 32 : P)
+    for (int k = 0; k < P; k++) s += p[256 * k];
+    return s;
 }
 
-__device__ __forceinline__ void run(const float *p, int n, float (&s)[8]) {
-    for (int g = n >> 3; g > 0; g--) {
-        LOAD8(p, s)
-        p += 2048;
-    }
-    if (n & 4) { s[0] += p[0]; s[1] += p[256]; s[2] += p[512]; s[3] += p[768]; p += 1024; }
-    if (n & 2) { s[4] += p[0]; s[5] += p[256]; p += 512; }
-    if (n & 1) s[6] += p[0];
+// loads from .. to-1 of one sweep: a window's partial first or last sweep
+__device__ __forceinline__ double part(const double *p, int from, int to, double s) {
+#pragma unroll 32
+    for (int k = from; k < to; k++) s += p[256 * k];
+    return s;
 }
 
-// `loads` loads from sweep position k on, wrapping at the end of the buffer
-__device__ __forceinline__ void window(const float *base, int per_sweep, int k, int loads, float (&s)[8]) {
-    int first = per_sweep - k;                     // loads before the end of the buffer
-    if (first >= loads) {
-        run(base + 256 * k, loads, s);
-        return;
+template <int P>
+__device__ __forceinline__ double window(const double *p, int zero, int start, int loads) {
+    double s = 0.0;
+    if (start > 0 || loads < P) {               // the window begins (or ends) inside a sweep
+        int end = start + loads < P ? start + loads : P;
+        s = part(p, start, end, s);
+        if (end < P) return s;
+        s *= 1.3;
+        loads -= end - start;
     }
-    run(base + 256 * k, first, s);
-    int left = loads - first;
-    for (; left >= per_sweep; left -= per_sweep) run(base, per_sweep, s);
-    run(base, left, s);
+    for (; loads >= P; loads -= P) {            // whole sweeps, as the benchmark's loop body
+        p += zero;
+        s = sweep<P>(p, s);
+        s *= 1.3;
+    }
+    if (loads > 0) {                            // a partial last sweep
+        p += zero;
+        s = part(p, 0, loads, s);
+    }
+    return s;
 }
 
-#define EPILOGUE                                                                                      \
-    float t = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));                   \
-    if (t == 1.2345f) out[threadIdx.x] = t;   /* never true: keeps the loads alive */
-
-// any set size: the phase-spread window (used for the sets above 64 kB)
-extern "C" __global__ void __launch_bounds__(256, 8) cache_sum(const float *B, float *out, int per_sweep, int loads,
-                                                               int mult) {
-    float s[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
-    unsigned q = (blockIdx.x * (unsigned)mult) % gridDim.x;
-    window(B + threadIdx.x, per_sweep, (int)((q * (unsigned)per_sweep) / gridDim.x), loads, s);
-    EPILOGUE
-}
-
-// the measured set sizes up to 64 kB, one kernel each (cache_sum_<kB>): whole unrolled sweeps
-#define FIXED(P)                                                                                      \
-    extern "C" __global__ void __launch_bounds__(256, 8) cache_sum_##P(const float *B, float *out, int per_sweep, int loads) { \
-        float s[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};                                      \
-        fixed_sweeps<P>(B + threadIdx.x, per_sweep - P, loads / P, s);                              \
-        EPILOGUE                                                                                      \
+#define CACHE_SUM(KB)                                                                                  \
+    extern "C" __global__ void cache_sum_##KB(const double *B, double *out, int zero, int loads, int mult) { \
+        const int P = KB / 2;                                                                          \
+        unsigned q = (blockIdx.x * (unsigned)mult) % gridDim.x;                                        \
+        int start = (int)((q * (unsigned)P) / gridDim.x);                                              \
+        double s = window<P>(B + threadIdx.x, zero, start, loads);                                     \
+        if (s == 1233.0) out[threadIdx.x] = s;   /* never true: keeps the loads alive */              \
     }
-FIXED(2) FIXED(4) FIXED(6) FIXED(8) FIXED(12) FIXED(16) FIXED(20) FIXED(24) FIXED(28) FIXED(32)
-FIXED(36) FIXED(40) FIXED(44) FIXED(48) FIXED(52) FIXED(56) FIXED(60) FIXED(64)
+
+// the measured set sizes (kB = N * 8 / 1024; N = 256, 512, 768, 1024, 1536, ... then 1.17x steps)
+CACHE_SUM(2) CACHE_SUM(4) CACHE_SUM(6) CACHE_SUM(8) CACHE_SUM(12) CACHE_SUM(16) CACHE_SUM(20)
+CACHE_SUM(24) CACHE_SUM(28) CACHE_SUM(32) CACHE_SUM(36) CACHE_SUM(40) CACHE_SUM(44) CACHE_SUM(48)
+CACHE_SUM(52) CACHE_SUM(56) CACHE_SUM(60) CACHE_SUM(64) CACHE_SUM(68) CACHE_SUM(72) CACHE_SUM(76)
+CACHE_SUM(80) CACHE_SUM(84) CACHE_SUM(88) CACHE_SUM(92) CACHE_SUM(96) CACHE_SUM(100) CACHE_SUM(104)
+CACHE_SUM(108) CACHE_SUM(112) CACHE_SUM(116) CACHE_SUM(120) CACHE_SUM(124) CACHE_SUM(128)
+CACHE_SUM(148) CACHE_SUM(172) CACHE_SUM(204) CACHE_SUM(236) CACHE_SUM(280) CACHE_SUM(328)
+CACHE_SUM(384) CACHE_SUM(448) CACHE_SUM(524) CACHE_SUM(612) CACHE_SUM(716) CACHE_SUM(840)
+CACHE_SUM(984) CACHE_SUM(1152) CACHE_SUM(1576) CACHE_SUM(1844) CACHE_SUM(2160) CACHE_SUM(2524)
+CACHE_SUM(2956) CACHE_SUM(3456) CACHE_SUM(4044) CACHE_SUM(4732) CACHE_SUM(5540) CACHE_SUM(6480)
+CACHE_SUM(7584) CACHE_SUM(8872) CACHE_SUM(10380) CACHE_SUM(12148) CACHE_SUM(14212) CACHE_SUM(16628)
+CACHE_SUM(19456) CACHE_SUM(22764) CACHE_SUM(26632) CACHE_SUM(31160) CACHE_SUM(36456) CACHE_SUM(42656)
+CACHE_SUM(49908) CACHE_SUM(58392) CACHE_SUM(68320)
