@@ -323,15 +323,28 @@ X_DST = X_SRC + 16          # destination registers: room for 14 (the lowering's
 X_NWAW = X_DST + 14         # destinations that are not also sources (write-after-write checks)
 X_WAW = X_NWAW + 1
 XW = X_WAW + 14             # row width of the int table
-SF_OCC, SF_LAT, SF_MEMLAT, SF_FREE, SF_SAME = range(5)
+SF_OCC, SF_LAT, SF_MEMLAT, SF_FREE, SF_SAME, SF_RBAR = range(6)
 FW = 8                      # row width of the float table
+
+
+@_helper
+def _rbar_release(mem, sm_unit, occ, rbar_lat):
+    """Cycles from issue until an instruction has read its source registers, when its read
+    barrier (control codes) releases. A memory access, or an instruction of an SM-shared unit
+    reached through the MIO queue, reads them when the shared pipe takes it: the table's
+    read-barrier figure (``latencies.store.execution``). An instruction of a scheduler's own
+    pipe narrower than the warp (FP64 on GA100: 8 lanes, a warp in 4 cycles) reads them while it
+    is dispatched, over the cycles it occupies the unit."""
+    if mem != 0 or sm_unit:
+        return _max2(rbar_lat, occ)
+    return _max2(occ, 1.0)
 
 
 @_helper
 def _pack_static(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_lat, s_store, s_barrier,
                  s_depcause, s_dst, s_src, s_ctrl, s_stall, s_yield, s_wbar, s_rbar, s_wait, s_depbar, s_async,
                  s_iline, s_fchk, s_cline, u_count, u_per_sm, depmodel, pipe_limited, can_fast, issue_interval, sw_same,
-                 sw_bar):
+                 sw_bar, rbar_lat):
     """The static tables as the loop reads them (``X_*`` / ``SF_*`` columns): ``X_CC`` = the
     instruction is timed by its control codes; ``SF_SAME`` its same-warp delay (stall count or
     same-warp latency, at least 1; 1 cycle / the multi-warp latency with that switch off);
@@ -339,7 +352,8 @@ def _pack_static(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_me
     ``X_FAST`` a single-cycle issue (the scan may stop at the first eligible warp); ``X_ILINE`` the
     instruction-cache line the instruction lies in (-1: fetch not modelled), ``X_FCHK`` a warp may
     enter that line at this instruction (:func:`_fetch_checks`), ``X_CLINE`` the constant-cache
-    line of its ``c[bank][off]`` operand (-1: none); ``X_GMEM``
+    line of its ``c[bank][off]`` operand (-1: none); ``SF_RBAR`` when its read barrier releases
+    after issue (:func:`_rbar_release`); ``X_GMEM``
     needs a memory-pipeline slot; ``X_BAR`` a BAR that waits (free barriers: none); source and
     destination lists with their lengths (up to the first -1), and the destinations the
     write-after-write check needs (``X_WAW``: those that are not also sources)."""
@@ -396,6 +410,7 @@ def _pack_static(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_me
         sf[f + SF_LAT] = s_lat_exec[s]
         sf[f + SF_MEMLAT] = s_mem_lat[s]
         sf[f + SF_FREE] = _max2(issue_interval, s_lat_multi[s])
+        sf[f + SF_RBAR] = _rbar_release(s_mem[s], u_per_sm[u] != 0, s_occ[s], rbar_lat)
         if cc:
             sf[f + SF_SAME] = _max2(float(s_stall[s]) if sw_same else 1.0, 1.0)
         else:
@@ -1268,7 +1283,7 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                           s_wait, s_depbar, s_async, s_iline,
                           _fetch_checks(s_iline, r_sidx, c_start, c_end, ipar[I_SW_FETCH] != 0), s_cline,
                           u_count, u_per_sm, depmodel, mc.pipe_limited,
-                          issue_interval <= 1.0, issue_interval, sw_same, sw_bar)
+                          issue_interval <= 1.0, issue_interval, sw_same, sw_bar, rbar_lat)
     has_bar, has_async = _kernel_uses(s_barrier, s_async, s_depbar, sw_bar)
     static = _new_fetch(sx, sf, has_bar, sw_deps, has_async, S, U, s_iline, s_cline, n_sms, ipar, fpar)
 
@@ -1610,7 +1625,7 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                     _bar_write(bs, bsc, bq, bqc, bqn, slot, b, rd, rb, c1, c2, has_async)
                 b = _nonneg(sx[x + X_RBAR])
                 if b < NSB:
-                    rt = t + rbar_lat if sw_deps else t
+                    rt = t + sf[f + SF_RBAR] if sw_deps else t
                     _bar_write(bs, bsc, bq, bqc, bqn, slot, b, rt, rt, sx[x + X_DEPCAUSE], sx[x + X_DEPCAUSE],
                                has_async)
             else:
@@ -1624,7 +1639,7 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
             # a block retires with its writes still in flight: a store holds the warp only until
             # its data have left the registers (read-barrier release); the write's acknowledgement
             # counts for the kernel's end (sm_kf below), not for the block's slot
-            held = t + rbar_lat if sx[x + X_STORE] == 2 else done
+            held = t + sf[f + SF_RBAR] if sx[x + X_STORE] == 2 else done
             if held > blk_done[blk]:
                 blk_done[blk] = held
             if done > sm_kf[sm, 0]:
