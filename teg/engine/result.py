@@ -71,6 +71,8 @@ class Result:
             "dealing": self.meta.get("dealing"),
             "sm_blocks": self.meta.get("sm_blocks"),
             "waves": self.meta.get("waves"),
+            "l1_bytes": self.meta.get("l1_bytes"),
+            "shared_carveout_bytes": self.meta.get("shared_carveout_bytes"),
             "stalls": {k: v for k, v in self.stalls.items() if v},
             "counters": self.counters,
             "notes": self.meta.get("notes", []),
