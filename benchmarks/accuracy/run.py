@@ -310,7 +310,11 @@ def predict_cache(p: Point):
     m = machine(table)
     kb = p.params["kB"]
     sms = m.num_sms                          # one 256-thread block per SM, as measured
-    regime = cache_regime(kb, m.memory.l1.size_bytes, m.memory.l2.size_bytes, m.memory.l2_partitions)
+    from teg.engine.occupancy import l1_data_bytes, occupancy
+    _, image = program("cache", arch, f"cache_sum_{kb}")
+    resident = occupancy(m, 256, image.nregs).blocks
+    l1 = l1_data_bytes(m, 256, image.nregs, 0, resident)     # beside the driver's carveout
+    regime = cache_regime(kb, l1, m.memory.l2.size_bytes, m.memory.l2_partitions)
     runs = []
     for i in range(2):
         loads, spread = cache_launch(kb, i, regime, sms)
