@@ -102,11 +102,13 @@ def _chunks(kt, block, chunk_doubles):
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 def test_cache_kernels(acc, arch):
-    """Every measured set has its own kernel; a window starts block b at sweep position
-    (q * P) // grid, q = b * mult mod grid, and wraps; whole sweeps start at 0; a warp's loads are
-    coalesced 256 B rows of doubles."""
-    for kb in sorted({int(r["data_set_kB"]) for r in acc._read("cache_bandwidth.csv")}):
-        acc.program("cache", arch, f"cache_sum_{kb}")
+    """Every set the suite runs (its sample and --quick) has its own kernel; a window starts
+    block b at sweep position (q * P) // grid, q = b * mult mod grid, and wraps; whole sweeps start
+    at 0; a warp's loads are coalesced 256 B rows of doubles."""
+    gpus = list(acc.GPUS)
+    for quick in (False, True):
+        for p in acc.select(["cache"], gpus, quick):
+            acc.program("cache", arch, f"cache_sum_{p.params['kB']}")
     from collections import Counter
     from teg.emu import emulate
     prog, image = acc.program("cache", arch, "cache_sum_20")
