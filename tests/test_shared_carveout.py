@@ -12,7 +12,7 @@ import pytest
 
 from teg.engine import Options, lower, occupancy, run
 from teg.engine.input import I_L1_ASSOC, I_L1_LINE, I_L1_SETS
-from teg.engine.occupancy import l1_data_bytes, shared_per_block
+from teg.engine.occupancy import OccupancyError, l1_data_bytes, preferred_carveout, shared_per_block
 from teg.machine import MachineTableError
 from teg.machine import load as load_machine
 from teg.trace import KernelInfo, KernelTrace
@@ -127,3 +127,49 @@ def test_the_report_names_the_l1_the_kernel_gets():
     d = r.to_dict()
     assert d["l1_bytes"] == expect and d["shared_carveout_bytes"] == m.memory.l1.size_bytes - expect
     assert f"L1          {expect // KB} KB per SM (the driver's {(256 * KB - expect) // KB} KB" in result_text(r)
+
+
+@pytest.mark.parametrize("table,pct,carve_kb,blocks", [
+    # gpu-stream (te42kyfo/gpu-benches cdcc732): a 6 KB shared array per block, + the 1 KB reserved.
+    # 4 %: 0.04 x 164 = 6.6 KB -> nearest 8 KB -> 8 // 7 = 1 block; 9 %: 14.8 KB -> 16 -> 2 blocks
+    ("sm_80", 4, 8, 1), ("sm_80", 9, 16, 2),
+    # H100: 9 % of 228 = 20.5 KB -> nearest 16 (not 32, which would hold 4 blocks) -> 2 blocks
+    ("sm_90", 9, 16, 2),
+    # 0 % (cudaSharedmemCarveoutMaxL1) is raised to the smallest carveout that holds one block
+    ("sm_80", 0, 8, 1),
+    # 100 % (MaxShared): 164 KB -> 164 // 7 = 23, but 8 blocks by warps
+    ("sm_80", 100, 164, 8),
+])
+def test_preferred_carveout_hand_computed(table, pct, carve_kb, blocks):
+    m = load_machine(table)
+    c = preferred_carveout(m, pct, 6 * KB)
+    assert c == carve_kb * KB
+    o = occupancy(m, 256, 0, 6 * KB, c)
+    assert o.blocks == blocks
+    assert l1_data_bytes(m, 256, 0, 6 * KB, o.blocks, c) == m.memory.l1.size_bytes - c
+
+
+def test_preferred_carveout_limits_blocks_without_shared_memory():
+    """The 1 KB reservation counts against an 8 KB carveout even with no shared array: 8 blocks."""
+    m = load_machine("sm_80")
+    c = preferred_carveout(m, 0, 0)
+    assert c == 8 * KB and occupancy(m, 64, 0, 0, c).blocks == 8
+
+
+def test_preferred_carveout_needs_a_unified_array():
+    with pytest.raises(OccupancyError, match="sm_61"):
+        preferred_carveout(load_machine("sm_61"), 50, 0)
+
+
+def test_cli_shared_carveout(tmp_path):
+    """The bundled example with --shared-carveout 100: the whole 228 KB goes to shared memory, the
+    L1 keeps 28 KB; a machine without a unified array is a clear error (exit 2)."""
+    from click.testing import CliRunner
+
+    from teg.cli import main
+
+    r = CliRunner().invoke(main, ["estimate", "--shared-carveout", "100"])
+    assert r.exit_code == 0, r.output
+    assert "L1          28 KB per SM (the driver's 228 KB" in r.output
+    r = CliRunner().invoke(main, ["estimate", "--machine", "sm_61", "--unknown", "alu", "--shared-carveout", "50"])
+    assert r.exit_code == 2 and "no configurable L1/shared split" in r.output

@@ -30,7 +30,7 @@ EXECUTOR_PARAMS = ("jobs", "executor_kind", "scheduler")
 OWN_PARAMS = {"estimate": ("as_csv",), "whatif": (), "sweep": ("spec", "output", "retry_failed")}
 # options of the commands that an application run understands; any other given is for one kernel
 APP_PARAMS = {"sass", "trace_path", "kernel", "machine", "policy", "dependency_model", "sms", "unknown",
-              "blocks_per_sm", "as_json", "as_csv", "warps"}
+              "shared_carveout", "blocks_per_sm", "as_json", "as_csv", "warps"}
 
 
 def _executor_options() -> list:
@@ -133,7 +133,7 @@ def _opt_name(param: str) -> str:
 def _options(kw: dict):
     from teg.engine import Options
 
-    names = ("policy", "dependency_model", "sms", "unknown", "blocks_per_sm")
+    names = ("policy", "dependency_model", "sms", "unknown", "shared_carveout", "blocks_per_sm")
     return Options(**{k: kw[k] for k in names if kw.get(k) is not None})
 
 

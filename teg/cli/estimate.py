@@ -47,6 +47,10 @@ def input_options(fn):
                           "blocks dealt to them round-robin and N/busy of the DRAM bandwidth and L2"),
         click.option("--unknown", type=click.Choice(["error", "alu"]), default="error", show_default=True,
                      help="opcodes the machine table does not know: error, or time them as integer ALU"),
+        click.option("--shared-carveout", "shared_carveout", type=click.FloatRange(0, 100), default=None,
+                     metavar="PCT", help="the kernel's cudaFuncAttributePreferredSharedMemoryCarveout (percent of "
+                     "the SM's shared memory): occupancy and the L1 follow the carveout the driver picks for it "
+                     "(default: the driver's own choice)"),
     ]
     for o in reversed(opts):
         fn = o(fn)
@@ -76,14 +80,16 @@ def _options(**kw):
 @estimate_report_options
 @applications("estimate")
 @user_errors
-def estimate(sass, trace_path, kernel, machine, policy, dependency_model, sms, unknown, blocks_per_sm, as_json,
+def estimate(sass, trace_path, kernel, machine, policy, dependency_model, sms, unknown, shared_carveout, blocks_per_sm,
+             as_json,
              views, timeline_path, timeline_cycles, plot_path):
     """Estimate cycles, time, IPC, occupancy and the stall breakdown of a kernel."""
     from teg.engine import lower, run
 
     reports = EstimateReports.from_cli(views, as_json, timeline_path, timeline_cycles, plot_path)
     inp_files = _load(sass, trace_path, kernel, machine)
-    opts = _options(policy=policy, dependency_model=dependency_model, sms=sms, unknown=unknown, blocks_per_sm=blocks_per_sm)
+    opts = _options(policy=policy, dependency_model=dependency_model, sms=sms, unknown=unknown, blocks_per_sm=blocks_per_sm,
+                    shared_carveout=shared_carveout)
     inp = reports.prepare(lower(inp_files.program, inp_files.kernel_trace, inp_files.machine, opts))
     click.echo(reports.render(run(inp), inp, inp_files.program, opts))
 
@@ -95,7 +101,8 @@ def estimate(sass, trace_path, kernel, machine, policy, dependency_model, sms, u
 @plot_option("the savings of each mechanism (a waterfall from the baseline)")
 @applications("whatif")
 @user_errors
-def whatif(sass, trace_path, kernel, machine, policy, dependency_model, sms, unknown, as_json, as_csv, plot_path):
+def whatif(sass, trace_path, kernel, machine, policy, dependency_model, sms, unknown, shared_carveout, as_json, as_csv,
+           plot_path):
     """Cycles with each mechanism removed alone (and all removed): what each bottleneck costs."""
     from teg.analysis.whatif import whatif as run_whatif
     from teg.engine import lower
@@ -103,7 +110,8 @@ def whatif(sass, trace_path, kernel, machine, policy, dependency_model, sms, unk
 
     check_plot(plot_path)
     f = _load(sass, trace_path, kernel, machine)
-    opts = _options(policy=policy, dependency_model=dependency_model, sms=sms, unknown=unknown)
+    opts = _options(policy=policy, dependency_model=dependency_model, sms=sms, unknown=unknown,
+                    shared_carveout=shared_carveout)
     inp = lower(f.program, f.kernel_trace, f.machine, opts)
     rows = run_whatif(inp)
     if plot_path:
@@ -122,7 +130,8 @@ def whatif(sass, trace_path, kernel, machine, policy, dependency_model, sms, unk
 @plot_option("cycles and speedup against warps, and the stall stack of each point", measured=True)
 @applications("sweep")
 @user_errors
-def sweep(sass, trace_path, kernel, machine, policy, dependency_model, sms, unknown, warps, blocks, as_json, as_csv,
+def sweep(sass, trace_path, kernel, machine, policy, dependency_model, sms, unknown, shared_carveout, warps, blocks,
+          as_json, as_csv,
           plot_path, measured_path):
     """TEG's scaling experiment: cycles, work-normalized throughput and speedup over the first point."""
     from teg.analysis.sweep import sweep as run_sweep
@@ -144,7 +153,8 @@ def sweep(sass, trace_path, kernel, machine, policy, dependency_model, sms, unkn
     f = _load(sass, trace_path, kernel, machine)
     if warp_list is None and block_list is None:     # TEG's points, up to what an SM of the machine holds
         warp_list = [w for w in (1, 2, 4, 8, 16, 32, 64) if w <= f.machine.limits.max_warps]
-    opts = _options(policy=policy, dependency_model=dependency_model, sms=sms, unknown=unknown)
+    opts = _options(policy=policy, dependency_model=dependency_model, sms=sms, unknown=unknown,
+                    shared_carveout=shared_carveout)
     rows = run_sweep(f.program, f.kernel_trace, f.machine, opts, warps=warp_list, blocks=block_list)
     if plot_path:
         from teg.report.plots import sweep_figure

@@ -41,7 +41,7 @@ from teg.engine.input import (DEPMODEL_CODES, F_DRAM_LAT, F_ISSUE_INTERVAL, F_KE
                               I_SCHED, I_SLOTS, I_SMS, I_SMS_PER_PIPE, I_TIMELINE, I_RECORD_ORDER,
                               I_WARP_SIZE, I_FETCH_PF, I_L1_HASH, I_L2_HASH, NUM_FPAR, NUM_IPAR, POLICY_CODES,
                               SWITCH_INDEX, EngineInput)
-from teg.engine.occupancy import l1_data_bytes, occupancy
+from teg.engine.occupancy import OccupancyError, l1_data_bytes, occupancy, preferred_carveout
 from teg.engine.options import Options
 from teg.machine.model import Machine, OpInfo
 from teg.memory.cache import cache_geometry
@@ -352,6 +352,16 @@ def resolve_dependency_model(options: Options, machine: Machine, has_ctrl: bool)
     return want, None
 
 
+def _preferred_carveout(machine: Machine, options: Options, shmem: int, name: str) -> int | None:
+    """The carveout (bytes) ``options.shared_carveout`` asks for, or None (the driver's choice)."""
+    if options.shared_carveout is None:
+        return None
+    try:
+        return preferred_carveout(machine, float(options.shared_carveout), shmem)
+    except OccupancyError as e:
+        raise LoweringError(f"{name}: --shared-carveout: {e}") from None
+
+
 def lower(program, kernel_trace, machine: Machine, options: Options | None = None) -> EngineInput:
     """Build the :class:`EngineInput` for ``program`` (a :class:`teg.sass.Program` or None) and/or
     ``kernel_trace`` (a :class:`teg.trace.KernelTrace` or None) on ``machine``."""
@@ -491,10 +501,11 @@ def lower(program, kernel_trace, machine: Machine, options: Options | None = Non
     order = np.argsort(block_sm, kind="stable").astype(np.int32)
     sm_blocks_start = np.searchsorted(block_sm[order], np.arange(n_sms + 1)).astype(np.int32)
     occ = None
+    carveout = _preferred_carveout(machine, options, shmem, name)
     if nblocks_override is not None:
         resident = nblocks_override
     else:
-        occ = occupancy(machine, threads, regs, shmem)
+        occ = occupancy(machine, threads, regs, shmem, carveout)
         resident = occ.blocks
     if options.blocks_per_sm is not None:
         resident = int(options.blocks_per_sm)
@@ -516,7 +527,7 @@ def lower(program, kernel_trace, machine: Machine, options: Options | None = Non
         ipar[idx] = int(bool(getattr(options, mech)))
     l1_size = 0
     if gm.l1 is not None:
-        l1_size = l1_data_bytes(machine, threads, regs, shmem, resident)
+        l1_size = l1_data_bytes(machine, threads, regs, shmem, resident, carveout)
         if l1_size >= gm.l1.line_bytes:
             ipar[I_L1_SETS:I_L1_SETS + 4] = cache_geometry(l1_size, gm.l1.line_bytes, gm.l1.sector_bytes, gm.l1.assoc)
             ipar[I_L1_HASH] = int(gm.l1.index == "xor")

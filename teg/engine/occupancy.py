@@ -33,7 +33,7 @@ class Occupancy:
 
 
 def occupancy(machine: Machine, threads_per_block: int, regs_per_thread: int = 0,
-              shmem_per_block: int = 0) -> Occupancy:
+              shmem_per_block: int = 0, carveout: int | None = None) -> Occupancy:
     """Blocks per SM = min over the limits (0 registers / 0 shared = not limiting):
 
     * warps: ``max_warps // warps_per_block``; threads: ``max_threads // threads_per_block``;
@@ -41,7 +41,9 @@ def occupancy(machine: Machine, threads_per_block: int, regs_per_thread: int = 0
     * registers: per-warp allocation ``ceil(regs * warp_size / reg_alloc_unit) * reg_alloc_unit``
       (``reg_alloc_per: block``: per block), ``registers // that`` warps (blocks);
     * shared memory: ``size_per_sm // (ceil(shmem / alloc_unit) * alloc_unit + reserved_per_block)``
-      (the driver's reservation per block, 1 KB on sm_80+: CUDA-PG).
+      (the driver's reservation per block, 1 KB on sm_80+: CUDA-PG); with a ``carveout`` (bytes,
+      :func:`preferred_carveout`) that capacity instead of ``size_per_sm``, and it limits blocks
+      without shared memory too (their reservation).
     """
     lim = machine.limits
     ws = machine.warp_size
@@ -68,7 +70,10 @@ def occupancy(machine: Machine, threads_per_block: int, regs_per_thread: int = 0
         if shmem_per_block > sh.max_per_block:
             raise OccupancyError(f"{shmem_per_block} bytes of shared memory per block exceed the "
                                  f"{sh.max_per_block} of {machine.name}")
-        by["shared_memory"] = sh.size_per_sm // shared_per_block(machine, shmem_per_block)
+        by["shared_memory"] = (carveout if carveout is not None else sh.size_per_sm) // \
+            shared_per_block(machine, shmem_per_block)
+    elif carveout is not None and machine.shared.reserved_per_block:
+        by["shared_memory"] = carveout // shared_per_block(machine, 0)
     limiter = min(by, key=lambda k: by[k])
     blocks = by[limiter]
     if blocks < 1:
@@ -84,8 +89,25 @@ def shared_per_block(machine: Machine, shmem_per_block: int) -> int:
     return math.ceil(shmem_per_block / sh.alloc_unit) * sh.alloc_unit + sh.reserved_per_block
 
 
+def preferred_carveout(machine: Machine, percent: float, shmem_per_block: int) -> int:
+    """The carveout (bytes) the driver gives a kernel that sets
+    ``cudaFuncAttributePreferredSharedMemoryCarveout`` to ``percent`` of ``shared.size_per_sm``:
+    the supported capacity (``memory.l1.shared_carveouts_kb``) nearest to it (ties: the larger),
+    raised to the smallest that holds one block. "Nearest" is inferred from gpu-stream's launches
+    (te42kyfo/gpu-benches cdcc732: a 6 KB shared array plus the 1 KB reservation; 4 % gives one
+    block per SM, 9 % two, on A100 (9 % = 14.8 KB → 16) and H100 PCIe (9 % = 20.5 KB → 16, not
+    32: four blocks, which the benchmark would have flagged))."""
+    l1 = machine.memory.l1
+    if l1 is None or not l1.shared_carveouts:
+        raise OccupancyError(f"{machine.name} has no configurable L1/shared split (no shared_carveouts_kb)")
+    want = percent / 100.0 * machine.shared.size_per_sm
+    near = min(l1.shared_carveouts, key=lambda c: (abs(c - want), -c))
+    one = shared_per_block(machine, shmem_per_block)
+    return next((c for c in l1.shared_carveouts if c >= max(near, one)), l1.shared_carveouts[-1])
+
+
 def l1_data_bytes(machine: Machine, threads_per_block: int, regs_per_thread: int, shmem_per_block: int,
-                  resident: int) -> int:
+                  resident: int, carveout: int | None = None) -> int:
     """The L1 data capacity left to a kernel beside its shared memory (0 with no L1).
 
     A unified L1/shared array (``memory.l1.shared_carveouts_kb``, sm_70+) is split per kernel by
@@ -95,11 +117,15 @@ def l1_data_bytes(machine: Machine, threads_per_block: int, regs_per_thread: int
     warps, blocks, registers) let reside, or the largest one; the L1 keeps the rest. A kernel of
     64-thread blocks without shared memory on sm_80 reserves 32 blocks x 1 KB: a 32 KB carveout
     and a 160 KB L1 (te42kyfo gpu-latency: the A100 L1 misses from ~160 kB, the H100's from
-    ~230 kB = 256 - 32). Without carveouts the L1 loses what the ``resident`` blocks allocate.
+    ~230 kB = 256 - 32). A ``carveout`` the kernel asked for (:func:`preferred_carveout`)
+    replaces the driver's choice. Without carveouts the L1 loses what the ``resident`` blocks
+    allocate.
     """
     l1 = machine.memory.l1
     if l1 is None:
         return 0
+    if carveout is not None:
+        return l1.size_bytes - carveout
     if not l1.shared_carveouts:
         return l1.size_bytes - resident * (shared_per_block(machine, shmem_per_block) if shmem_per_block else 0)
     try:

@@ -79,7 +79,11 @@ class Options:
     blocks dealt to them round-robin and N/busy of DRAM bandwidth and L2), ``warps`` (sweep mode: exactly this many
     concurrent warps on one SM, each running one trace warp's stream), ``blocks`` (sweep mode:
     exactly this many blocks resident together on one SM), ``blocks_per_sm`` (resident
-    blocks per SM instead of the occupancy calculation), ``unknown`` (``error`` or ``alu`` for
+    blocks per SM instead of the occupancy calculation), ``shared_carveout`` (the kernel's
+    ``cudaFuncAttributePreferredSharedMemoryCarveout``, percent of the SM's shared capacity, 0–100:
+    the driver takes the supported carveout nearest to it, at least one block's shared memory, and
+    occupancy and the L1 follow from it; ``None``: the driver's own choice; docs/model.md §3),
+    ``unknown`` (``error`` or ``alu`` for
     opcodes the machine table does not know), ``record_timeline`` (issue cycle of every row,
     the wait before it by cause, and each memory transaction's queueing: :mod:`teg.engine.records`),
     ``record_order`` (the global issue order, ``Result.order``, that a replay run can follow:
@@ -105,6 +109,7 @@ class Options:
     warps: int | None = None
     blocks: int | None = None
     blocks_per_sm: int | None = None
+    shared_carveout: float | None = None
     unknown: str = "error"
     record_timeline: bool = False
     record_order: bool = False
@@ -125,6 +130,8 @@ class Options:
             raise OptionsError(f"blocks={self.blocks}: must be >= 1")
         if self.blocks_per_sm is not None and int(self.blocks_per_sm) < 1:
             raise OptionsError(f"blocks_per_sm={self.blocks_per_sm}: must be >= 1")
+        if self.shared_carveout is not None and not 0 <= float(self.shared_carveout) <= 100:
+            raise OptionsError(f"shared_carveout={self.shared_carveout}: a percentage from 0 to 100")
 
     def without(self, *mechanisms: str) -> "Options":
         """A copy with the named mechanisms removed (``Options().without("bank_conflicts")``)."""
