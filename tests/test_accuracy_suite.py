@@ -42,12 +42,16 @@ def test_tiny_traces_generate(acc, tmp_path, monkeypatch):
     monkeypatch.setattr(acc, "CACHE", tmp_path)
     # stream: 4 blocks of 64 threads, one double each
     prog, kt = acc.trace("stream", "sm_80", "stream_triad", 4, 64,
-                         ["A=zeros:float64:256", "B=rand:float64:256", "C=rand:float64:256", "n=int64:256"], "t")
-    assert kt.num_warps == 8 and (kt.mem_width == 8).sum() == 8 * 3
+                         ["A=zeros:float64:256", "B=rand:float64:256", "C=rand:float64:256", "n=int64:256", "never=0"], "t")
+    glob = np.array([kt.opcodes[o].startswith(("LDG", "STG")) for o in kt.opcode])
+    assert kt.num_warps == 8 and ((kt.mem_width == 8) & glob).sum() == 8 * 3    # 2 loads + 1 store
+    # the flagged shared-array store is there, predicated off (never = 0)
+    sts = np.array([kt.opcodes[o].startswith("STS") for o in kt.opcode])
+    assert sts.sum() == 8 and not kt.mask[sts].any()
     # cached copy is reused
     assert list(tmp_path.glob("stream.sm_80.stream_triad.t.*.npz"))
     _, kt2 = acc.trace("stream", "sm_80", "stream_triad", 4, 64,
-                       ["A=zeros:float64:256", "B=rand:float64:256", "C=rand:float64:256", "n=int64:256"], "t")
+                       ["A=zeros:float64:256", "B=rand:float64:256", "C=rand:float64:256", "n=int64:256", "never=0"], "t")
     assert kt2.num_rows == kt.num_rows
     # cache kernels (one block per SM in the suite; 2 blocks here): a 2 kB set (1 double per thread
     # per sweep) swept 6 times, and a 12 kB set (6 per sweep) read in a window of 5 loads per thread
