@@ -25,12 +25,13 @@ DEP_SHARED = DEP_BASE + len(UNIT_CLASSES)
 DEP_GLOBAL = DEP_SHARED + 1
 FETCH = DEP_GLOBAL + 1  # instruction not yet in the SM's instruction cache (cold fetch from L2 / DRAM)
 CONST_MISS = FETCH + 1  # constant operand not yet in the SM's constant cache (cold fetch from L2)
-NUM_CAUSES = CONST_MISS + 1
+TLB_MISS = CONST_MISS + 1  # access past L1 waiting for its page's translation (L2 TLB or page walk)
+NUM_CAUSES = TLB_MISS + 1
 
 CAUSE_NAMES = (("issue", "scheduler", "same_warp", "unit_busy", "mem_pipe_full", "bank_conflict",
                 "channel_queue", "cache_miss", "barrier", "no_warp", "l2_queue")
                + tuple(f"dep_{c}" for c in UNIT_CLASSES) + ("dep_shared", "dep_global", "instruction_fetch",
-                                                                    "constant_miss"))
+                                                                    "constant_miss", "tlb_miss"))
 assert len(CAUSE_NAMES) == NUM_CAUSES
 
 # counters reported by the loop (Result.counters)

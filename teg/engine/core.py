@@ -50,16 +50,17 @@ from numba.extending import intrinsic
 
 from teg.engine.codes import (BANK_CONFLICT, BARRIER, CACHE_MISS, CHANNEL_QUEUE, CONST_MISS, CTR, FETCH, ISSUE,
                               L2_QUEUE, MEM_GLOBAL, MEM_PIPE, MEM_SHARED, NO_WARP, SAME_WARP,
-                              SCHEDULER, UNIT_BUSY)
+                              SCHEDULER, TLB_MISS, UNIT_BUSY)
 from teg.engine.input import (F_DRAM_LAT, F_ISSUE_INTERVAL, F_L1_LAT, F_L2_FAR_LAT, F_L2_LAT,
                               F_L2_SLICE_SPB, F_LAUNCH_LAT, F_RBAR_LAT, F_SERVICE_PER_BYTE,
-                              F_WAVEFRONT_CYCLES, I_CHANNELS, I_DEAL, I_DEPMODEL, I_L1_ASSOC,
+                              F_TLB2_LAT, F_WALK_LAT, F_WAVEFRONT_CYCLES, I_CHANNELS, I_DEAL, I_DEPMODEL, I_L1_ASSOC,
                               I_L1_LINE, I_L1_SECTOR, I_L1_SETS, I_L2_ASSOC, I_L2_LINE,
                               I_FETCH_PF, I_L1_HASH, I_L2_HASH, I_L2_PART_BYTES, I_L2_PARTS, I_L2_SECTOR,
                               I_L2_SETS, I_L2_SLICES, I_MSHR, I_PIPE_SLOTS, I_POLICY, I_RESIDENT, I_SCHED,
                               I_SLOTS, I_SMS, I_SMS_PER_PIPE, I_SW_BANK, I_SW_BAR, I_SW_BW, I_SW_COAL,
                               I_SW_CONST, I_SW_DEPS, I_SW_FETCH,
-                              I_SW_L1, I_SW_L2, I_SW_LAUNCH, I_SW_SAME, I_SW_SKEW, I_SW_UNITS, I_TIMELINE)
+                              I_SW_L1, I_SW_L2, I_SW_LAUNCH, I_SW_SAME, I_SW_SKEW, I_SW_TLB, I_SW_UNITS, I_TIMELINE,
+                              I_TLB1_SETS, I_TLB2_SETS)
 from teg.engine.records import PC_STALL, REC_PCS, REC_ROWS, TX_CHAN, TX_SLICE, record_issue, record_level
 from teg.jit import inner
 from teg.memory.cache import _log2, cache_access_timed, cache_new, cache_shape
@@ -743,7 +744,11 @@ Tx = namedtuple("Tx", ("r_tx_start", "r_tx_min", "r_tx_min_bytes", "tx_addr", "t
 MemConfig = namedtuple("MemConfig", ("sw_coal", "sw_l1", "sw_l2", "sw_bw", "sw_skew", "has_l1", "has_l2", "l1_shape",
                                      "l2_shape", "channels", "n_parts", "part_bytes", "n_slices", "slices_pp",
                                      "slices_pc", "slice_line", "slice_spb", "mshr", "mshr_line", "spp", "pipe_slots",
-                                     "pipe_limited", "l1_lat", "l2_lat", "l2_far_lat", "dram_lat", "spb", "record"))
+                                     "pipe_limited", "l1_lat", "l2_lat", "l2_far_lat", "dram_lat", "spb", "record",
+                                     "has_tlb", "tlb"))
+# address translation's switch, the two TLB levels' geometries (teg.memory.cache.cache_shape) and
+# the cycles an L2 TLB hit and a page walk add
+TlbConfig = namedtuple("TlbConfig", ("on", "l1_shape", "l2_shape", "l2_lat", "walk_lat"))
 
 
 @_helper
@@ -760,6 +765,12 @@ def _mem_config(ipar, fpar):
     # each partition's cache indexes its sets without the home-partition bits (powers of two)
     skip_at = _log2(max(ipar[I_L2_PART_BYTES], 1) // max(l2_line, 1)) if n_parts > 1 else -1
     skip_bits = _log2(n_parts) if skip_at >= 0 else -1
+    # address translation: the L1 TLB (per SM) and the L2 TLB, each a cache of page translations
+    has_tlb = ipar[I_TLB1_SETS] > 0 and ipar[I_TLB2_SETS] > 0
+    t1, t2 = I_TLB1_SETS, I_TLB2_SETS
+    tlb = TlbConfig(ipar[I_SW_TLB] != 0, cache_shape(max(ipar[t1], 1), ipar[t1 + 1], ipar[t1 + 2], ipar[t1 + 3]),
+                    cache_shape(max(ipar[t2], 1), ipar[t2 + 1], ipar[t2 + 2], ipar[t2 + 3]), fpar[F_TLB2_LAT],
+                    fpar[F_WALK_LAT])
     return MemConfig(
         ipar[I_SW_COAL] != 0, ipar[I_SW_L1] != 0, ipar[I_SW_L2] != 0, ipar[I_SW_BW] != 0, ipar[I_SW_SKEW] != 0,
         l1_sets > 0, l2_sets > 0,
@@ -773,7 +784,35 @@ def _mem_config(ipar, fpar):
         mshr, l1_line if l1_line > 0 else (l2_line if l2_line > 0 else 128),
         max(ipar[I_SMS_PER_PIPE], 1) if mshr == 0 else 1, pipe_slots, pipe_slots > 0,
         fpar[F_L1_LAT], fpar[F_L2_LAT], fpar[F_L2_FAR_LAT], fpar[F_DRAM_LAT], fpar[F_SERVICE_PER_BYTE],
-        (ipar[I_TIMELINE] & REC_ROWS) != 0)
+        (ipar[I_TIMELINE] & REC_ROWS) != 0, has_tlb, tlb)
+
+
+@_cold
+def _tlb_fill(mem, mc, t, addr):
+    """When the translation of ``addr``, missing from an SM's L1 TLB at ``t``, is there: after the
+    L2 TLB's latency on an L2 TLB hit (no earlier than that entry's own walk, if it is still under
+    way), else after a page walk, whose result the L2 TLB then holds."""
+    tc = mc.tlb
+    hit, row, ready = cache_access_timed(mem.tlb2_state, mem.tlb2_ready, 0, tc.l2_shape, addr)
+    if hit:
+        return _max2(t + tc.l2_lat, ready)
+    done = t + tc.walk_lat
+    mem.tlb2_ready[row, 0] = done
+    return done
+
+
+@_hot
+def _translate(mem, mc, sm, t, addr):
+    """Address translation (docs/model.md §3): the cycle the translation of byte ``addr`` is
+    available to ``sm`` for an access past its L1 at ``t`` — ``t`` on an L1 TLB hit (or the time
+    an earlier miss of the same page on this SM brings it: requests merge), else the L2 TLB's or
+    the page walk's time (:func:`_tlb_fill`). The TLBs are LRU caches of page translations."""
+    hit, row, ready = cache_access_timed(mem.tlb1_state, mem.tlb1_ready, sm, mc.tlb.l1_shape, addr)
+    if hit:
+        return _max2(t, ready)
+    done = _tlb_fill(mem, mc, t, addr)
+    mem.tlb1_ready[row, 0] = done
+    return done
 
 
 @_hot
@@ -889,6 +928,14 @@ def _global_access(mem, mc, tx, counters, tx_rec, t, row, sm, pp, store, depcaus
                 s_req = mshr_free
         qw = s_req - t          # waiting for an MSHR entry
         qc = MEM_PIPE
+        if mc.has_tlb:
+            # the L2 is physically addressed: an access past L1 needs its page's translation
+            tr = _translate(mem, mc, sm, t, addr)
+            if mc.tlb.on and tr > s_req:
+                if tr - t > qw:
+                    qc = TLB_MISS
+                    qw = tr - t
+                s_req = tr
         # the L2 slice that serves the request (bandwidth per slice)
         if n_slices > 0:
             # the slices sit in front of the DRAM channels (two or more per channel):
@@ -978,7 +1025,8 @@ def _global_access(mem, mc, tx, counters, tx_rec, t, row, sm, pp, store, depcaus
 # own (run once per call, so nothing is lost by not inlining them; ``simulate`` itself stays small
 # enough for numba's front end, whose cost grows faster than a function's length)
 Memory = namedtuple("Memory", ("heap", "pipe_n", "chan_free", "chan_scale", "l1_state", "l1_ready", "l2_state",
-                               "l2_ready", "sm_part", "slice_free"))
+                               "l2_ready", "sm_part", "slice_free", "tlb1_state", "tlb1_ready", "tlb2_state",
+                               "tlb2_ready"))
 
 
 @_helper
@@ -1190,7 +1238,13 @@ def _new_memory(mc, n_sms, tx_chan):
     for sm in range(n_sms):
         sm_part[sm] = (sm * n_parts) // n_sms
     slice_free = np.zeros(max(mc.n_slices, 1), np.float64)
-    return Memory(heap, pipe_n, chan_free, chan_scale, l1_state, l1_ready, l2_state, l2_ready, sm_part, slice_free)
+    # address translation: an L1 TLB per SM and one L2 TLB, cold (a 1-entry stand-in when not modelled)
+    tlb1_state = cache_new(n_sms if mc.has_tlb else 1, mc.tlb.l1_shape)
+    tlb1_ready = np.zeros(tlb1_state.shape, np.float64)
+    tlb2_state = cache_new(1, mc.tlb.l2_shape)
+    tlb2_ready = np.zeros(tlb2_state.shape, np.float64)
+    return Memory(heap, pipe_n, chan_free, chan_scale, l1_state, l1_ready, l2_state, l2_ready, sm_part, slice_free,
+                  tlb1_state, tlb1_ready, tlb2_state, tlb2_ready)
 
 
 @_helper

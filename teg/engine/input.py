@@ -51,7 +51,11 @@ I_SW_FETCH, I_FETCH_PF = 37, 38
 I_L1_HASH, I_L2_HASH = 39, 40
 # I_SW_CONST 0 = a perfect constant cache (s_cline ignored; docs/model.md §2, "Constant cache")
 I_SW_CONST = 41
-NUM_IPAR = 42
+# address translation (docs/model.md §3, "Address translation"): I_SW_TLB 0 = translations are free
+# (the TLBs still evolve); I_TLB1_SETS..+3 / I_TLB2_SETS..+3 the L1 TLB's (per SM) and the L2 TLB's
+# geometry as teg.memory.cache.cache_geometry gives it (entry = line of page bytes; 0 sets = none)
+I_SW_TLB, I_TLB1_SETS, I_TLB2_SETS = 42, 43, 47
+NUM_IPAR = 51
 # ---- fpar indexes
 F_ISSUE_INTERVAL, F_L1_LAT, F_L2_LAT, F_DRAM_LAT, F_SERVICE_PER_BYTE = 0, 1, 2, 3, 4
 F_WAVEFRONT_CYCLES, F_RBAR_LAT, F_LAUNCH_LAT = 5, 6, 7
@@ -60,7 +64,9 @@ F_WAVEFRONT_CYCLES, F_RBAR_LAT, F_LAUNCH_LAT = 5, 6, 7
 F_L2_FAR_LAT, F_L2_SLICE_SPB = 8, 9
 # F_KERNEL_LAUNCH: cycles the kernel takes beyond its SMs' work (launch and drain)
 F_KERNEL_LAUNCH = 10
-NUM_FPAR = 11
+# F_TLB2_LAT: cycles an L1 TLB miss that hits the L2 TLB adds; F_WALK_LAT: cycles a page walk adds
+F_TLB2_LAT, F_WALK_LAT = 11, 12
+NUM_FPAR = 13
 
 POLICY_CODES = {"lrr": 0, "gto": 1}
 DEPMODEL_CODES = {"scoreboard": 0, "controlcodes": 1}
@@ -151,7 +157,7 @@ def make_input(*, lat_exec, lat_multi, lat_same, unit=None, dst=None, src=None, 
                rbar_latency=1.0, launch_latency=0.0, kernel_launch=0.0, record_timeline=True, record_order=False,
                deal=False, l2_partitions=1, l2_partition_bytes=8192, l2_far_latency=None, l2_slices=0,
                l2_slice_bytes_per_clk=0.0, mshr_lines=0, iline=None, fetch_prefetch=0, cline=None,
-               hashed=(False, False),
+               hashed=(False, False), tlb=None,
                meta=None) -> EngineInput:
     """Build an :class:`EngineInput` by hand (tests, synthetic experiments).
 
@@ -169,7 +175,8 @@ def make_input(*, lat_exec, lat_multi, lat_same, unit=None, dst=None, src=None, 
     takes ``dram_latency`` on its first fetch in the GPU, the L2 latency (``l2[4]``) after.
     ``cline`` gives each static instruction's constant-cache line (default -1: none); a line an SM
     has not read takes the L2 latency. ``hashed`` = (L1, L2): XOR-based set indexes instead of
-    line mod sets.
+    line mod sets. ``tlb`` = (page bytes, L1 TLB entries, L2 TLB entry bytes, L2 TLB entries, L2 TLB
+    hit cycles, page-walk cycles): address translation of accesses past L1 (default: none).
     ``switches`` maps mechanism names of :class:`teg.engine.Options` to booleans. ``ctrl`` holds
     per-static lists of control-code fields (``ctrl`` present, ``stall``, ``yield``, ``wbar``,
     ``rbar``, ``wait``), ``depbar`` / ``depbar_n`` (``DEPBAR.LE SBb, N``) and ``async`` (1 = cp.async
@@ -214,7 +221,7 @@ def make_input(*, lat_exec, lat_multi, lat_same, unit=None, dst=None, src=None, 
     sw = {"bank_conflicts": True, "coalescing": True, "channel_skew": True, "bandwidth": True,
           "l1_misses": True, "l2_misses": True, "dependencies": True, "unit_throughput": True,
           "same_warp_penalty": True, "barriers": True, "block_launch": True, "kernel_launch": True,
-          "instruction_fetch": True, "constant_cache": True, **(switches or {})}
+          "instruction_fetch": True, "constant_cache": True, "tlb": True, **(switches or {})}
     ipar = np.zeros(NUM_IPAR, np.int64)
     fpar = np.zeros(NUM_FPAR, np.float64)
     ipar[I_SMS], ipar[I_SCHED], ipar[I_SLOTS], ipar[I_RESIDENT] = sms, schedulers, slots, resident
@@ -239,6 +246,12 @@ def make_input(*, lat_exec, lat_multi, lat_same, unit=None, dst=None, src=None, 
     fpar[F_DRAM_LAT], fpar[F_SERVICE_PER_BYTE] = dram_latency, service_per_byte
     fpar[F_WAVEFRONT_CYCLES], fpar[F_RBAR_LAT], fpar[F_LAUNCH_LAT] = wavefront_cycles, rbar_latency, launch_latency
     fpar[F_KERNEL_LAUNCH] = kernel_launch
+    if tlb is not None:
+        from teg.memory.cache import cache_geometry
+        page, n1, page2, n2, lat2, walk = tlb
+        ipar[I_TLB1_SETS:I_TLB1_SETS + 4] = cache_geometry(n1 * page, page, page, n1)
+        ipar[I_TLB2_SETS:I_TLB2_SETS + 4] = cache_geometry(n2 * page2, page2, page2, n2)
+        fpar[F_TLB2_LAT], fpar[F_WALK_LAT] = lat2, walk
     ctrl = ctrl or {}
     return EngineInput(
         s_unit=i32(unit), s_occ=np.asarray(units_occ, np.float64)[i32(unit)], s_lat_exec=f64(lat_exec), s_lat_multi=f64(lat_multi), s_lat_same=f64(lat_same),
@@ -263,7 +276,7 @@ SWITCH_INDEX = {"bank_conflicts": I_SW_BANK, "coalescing": I_SW_COAL, "channel_s
                 "bandwidth": I_SW_BW, "l1_misses": I_SW_L1, "l2_misses": I_SW_L2, "dependencies": I_SW_DEPS,
                 "unit_throughput": I_SW_UNITS, "same_warp_penalty": I_SW_SAME, "barriers": I_SW_BAR,
                 "block_launch": I_SW_LAUNCH, "kernel_launch": I_SW_KLAUNCH, "instruction_fetch": I_SW_FETCH,
-                "constant_cache": I_SW_CONST}
+                "constant_cache": I_SW_CONST, "tlb": I_SW_TLB}
 
 
 def with_switches(inp: EngineInput, **switches: bool) -> EngineInput:

@@ -32,6 +32,7 @@ MECHANISMS: dict[str, str] = {
     "kernel_launch": "no kernel launch overhead",
     "instruction_fetch": "perfect instruction cache",
     "constant_cache": "perfect constant cache",
+    "tlb": "perfect TLB",
 }
 
 
@@ -70,7 +71,11 @@ class Options:
     * ``constant_cache`` — each SM starts the kernel with a cold constant cache: an instruction
       whose ``c[bank][offset]`` line the SM has not read waits for it from L2, charged as
       ``constant_miss`` (off: a perfect constant cache; needs SASS operands and
-      ``icache_line_bytes``).
+      ``icache_line_bytes``);
+    * ``tlb`` — each SM starts the kernel with a cold L1 TLB and the GPU with a cold L2 TLB: an
+      access past L1 whose page the SM's L1 TLB does not hold waits for the L2 TLB or a page walk,
+      charged as ``tlb_miss`` (off: a perfect TLB; no effect on machine tables without
+      ``memory.tlb``).
 
     Configuration: ``policy`` (``lrr`` loose round-robin, ``gto`` greedy-then-oldest),
     ``dependency_model`` (``auto`` = the machine table's default when the SASS carries control
@@ -103,6 +108,7 @@ class Options:
     kernel_launch: bool = True
     instruction_fetch: bool = True
     constant_cache: bool = True
+    tlb: bool = True
     policy: str = "gto"
     dependency_model: str = "auto"
     sms: int | None = None

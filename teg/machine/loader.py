@@ -27,7 +27,7 @@ import yaml
 from teg import TegError
 from teg.machine import generated, schema
 from teg.machine.formulas import c_mem_from, c_mem_slots
-from teg.machine.model import (MAX_SECTORS_PER_LINE, Cache, GlobalMemory, Latency, Limits, Machine, OpInfo,
+from teg.machine.model import (MAX_SECTORS_PER_LINE, Cache, GlobalMemory, Latency, Limits, Machine, OpInfo, Tlb,
                                SharedMemory, Unit)
 from teg.resources import isa_tables_dir
 from teg.textfile import TextFileError, read_text
@@ -367,6 +367,17 @@ def _build_cache(c: dict | None, name: str) -> Cache | None:
                  latency=float(_v(c["latency"])), index=str(c.get("index", "linear")), shared_carveouts=carve)
 
 
+def _build_tlb(t: dict) -> Tlb:
+    """The ``memory.tlb`` section: an L2 TLB entry must translate at least one L1 TLB page."""
+    page, l2_page = int(_v(t["page_bytes"])), int(_v(t["l2_page_bytes"]))
+    if l2_page < page:
+        raise schema.SchemaViolation(("memory", "tlb", "l2_page_bytes"), f"bad value {l2_page}: must be >= "
+                                     f"page_bytes {page}")
+    return Tlb(page_bytes=page, l1_entries=int(_v(t["l1_entries"])), l2_page_bytes=l2_page,
+               l2_entries=int(_v(t["l2_entries"])), l2_latency=float(_v(t["l2_latency"])),
+               walk_latency=float(_v(t["walk_latency"])))
+
+
 def _build_memory(m: dict, num_sms: int, warp_size: int, clock_mhz: float) -> GlobalMemory:
     sms_per_pipeline = int(_v(m["sms_per_pipeline"]))
     if num_sms % sms_per_pipeline:
@@ -393,6 +404,8 @@ def _build_memory(m: dict, num_sms: int, warp_size: int, clock_mhz: float) -> Gl
         opt["l2_far_latency"] = float(_v(m["l2_far_latency"]))
     if m.get("l1_caches_global_loads") is not None:
         opt["l1_caches_global_loads"] = bool(_v(m["l1_caches_global_loads"]))
+    if m.get("tlb") is not None:
+        opt["tlb"] = _build_tlb(m["tlb"])
     return GlobalMemory(
         coalescing=m["coalescing"], segment_bytes=tuple(int(x) for x in _v(m["segment_bytes"])),
         dram_latency=float(_v(m["dram_latency"])), channels=int(_v(m["channels"])),

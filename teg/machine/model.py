@@ -82,6 +82,20 @@ class Cache:
 
 
 @dataclass(frozen=True)
+class Tlb:
+    """Address translation of global accesses that go past L1 (docs/model.md §3, "Address
+    translation"): a per-SM L1 TLB and one L2 TLB shared by the GPU, each a fully associative LRU
+    set of ``entries`` translations of ``page_bytes`` each, cold when a kernel starts."""
+
+    page_bytes: int             # bytes one L1 TLB entry translates (the GPU's large page)
+    l1_entries: int             # L1 TLB entries per SM
+    l2_page_bytes: int          # bytes one L2 TLB entry translates
+    l2_entries: int             # L2 TLB entries (whole GPU)
+    l2_latency: float           # cycles an L1 TLB miss that hits the L2 TLB adds to the access
+    walk_latency: float         # cycles a miss in both (a page-table walk) adds to the access
+
+
+@dataclass(frozen=True)
 class SharedMemory:
     """Shared-memory banking (TEG §3.3.3; nvidia_timing_facts.md §4.1)."""
 
@@ -121,6 +135,7 @@ class GlobalMemory:
     l1_mshr_lines: int | None = None    # outstanding L1 misses per SM, one entry per cache line (None: C_mem)
     icache_line_bytes: int | None = None  # instruction-cache line; None: a perfect instruction cache
     icache_prefetch_lines: int | None = None  # lines the sequential prefetch runs ahead (None: derived)
+    tlb: Tlb | None = None              # address translation (None: not modelled)
     l1_caches_global_loads: bool = True  # False: plain global/generic loads are L2-only and only
                                          # loads that ask for L1 (.CI/.CONSTANT = .nc, .CA) use it
                                          # (Maxwell/Pascal; teg.memory.cachepolicy.bypasses_l1)

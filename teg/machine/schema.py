@@ -281,6 +281,16 @@ CACHE = Section({
 L1_CACHE = replace(CACHE, fields={**CACHE.fields, "size_bytes": Num(integer=True, positive=True, maximum=MIB),
                                   "shared_carveouts_kb": NumList(required=False, positive=False, maximum=KIB)})
 
+# address translation (docs/model.md §3): L1 TLB per SM, one L2 TLB, cold at kernel start
+TLB = Section({
+    "page_bytes": Num(integer=True, positive=True, power_of_two=True, maximum=GIB),
+    "l1_entries": Num(integer=True, positive=True, maximum=1024),
+    "l2_page_bytes": Num(integer=True, positive=True, power_of_two=True, maximum=GIB),
+    "l2_entries": Num(integer=True, positive=True, maximum=64 * KIB),
+    "l2_latency": Num(),
+    "walk_latency": Num(),
+}, required=False, nullable=True)
+
 OPCLASS_FIELDS = {
     "unit": Str(),
     "latency": Str(),
@@ -373,6 +383,7 @@ TABLE = Section({
         "l1_caches_global_loads": Flag(required=False),
         "icache_line_bytes": Num(integer=True, positive=True, required=False, power_of_two=True, maximum=64 * KIB),
         "icache_prefetch_lines": Num(integer=True, required=False, maximum=1024),
+        "tlb": TLB,
     }),
     "opcodes": Section({
         "classes": MapOf(Section(dict(OPCLASS_FIELDS)), key_pattern=NAME, min_items=1),
