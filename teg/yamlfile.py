@@ -90,6 +90,10 @@ def load_yaml(text: str) -> tuple[Any, yaml.Node | None]:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        if "maximum nesting depth" in problem:
+            # libyaml 0.2.5+ (PyYAML 6.0.4 wheels) refuses deep nesting itself while scanning
+            # ahead, before the event check sees the first level past MAX_DEPTH: the same refusal
+            raise YamlError(f"nested deeper than {MAX_DEPTH} levels", _line(mark)) from None
         raise YamlError(f"invalid YAML: {problem}", _line(mark)) from None
     except (ValueError, OverflowError, RecursionError) as exc:    # constructor: a date or number out of range
         raise YamlError(f"invalid YAML value: {exc}") from None
