@@ -1238,7 +1238,7 @@ def _new_memory(mc, n_sms, tx_chan):
     for sm in range(n_sms):
         sm_part[sm] = (sm * n_parts) // n_sms
     slice_free = np.zeros(max(mc.n_slices, 1), np.float64)
-    # address translation: an L1 TLB per SM and one L2 TLB, cold (a 1-entry stand-in when not modelled)
+    # address translation: an L1 TLB per SM and one L2 TLB, cold (empty stand-ins when not modelled)
     tlb1_state = cache_new(n_sms if mc.has_tlb else 1, mc.tlb.l1_shape)
     tlb1_ready = np.zeros(tlb1_state.shape, np.float64)
     tlb2_state = cache_new(1, mc.tlb.l2_shape)
