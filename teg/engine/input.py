@@ -247,11 +247,7 @@ def make_input(*, lat_exec, lat_multi, lat_same, unit=None, dst=None, src=None, 
     fpar[F_WAVEFRONT_CYCLES], fpar[F_RBAR_LAT], fpar[F_LAUNCH_LAT] = wavefront_cycles, rbar_latency, launch_latency
     fpar[F_KERNEL_LAUNCH] = kernel_launch
     if tlb is not None:
-        from teg.memory.cache import cache_geometry
-        page, n1, page2, n2, lat2, walk = tlb
-        ipar[I_TLB1_SETS:I_TLB1_SETS + 4] = cache_geometry(n1 * page, page, page, n1)
-        ipar[I_TLB2_SETS:I_TLB2_SETS + 4] = cache_geometry(n2 * page2, page2, page2, n2)
-        fpar[F_TLB2_LAT], fpar[F_WALK_LAT] = lat2, walk
+        set_tlb(ipar, fpar, *tlb)
     ctrl = ctrl or {}
     return EngineInput(
         s_unit=i32(unit), s_occ=np.asarray(units_occ, np.float64)[i32(unit)], s_lat_exec=f64(lat_exec), s_lat_multi=f64(lat_multi), s_lat_same=f64(lat_same),
@@ -270,6 +266,16 @@ def make_input(*, lat_exec, lat_multi, lat_same, unit=None, dst=None, src=None, 
         tx_addr=tx_addr, tx_bytes=tx_bytes, tx_chan=tx_chan,
         c_start=c_start, c_end=c_end, c_block=c_block, b_ctx_start=b_ctx_start,
         sm_blocks_start=sm_blocks_start, sm_blocks=order, ipar=ipar, fpar=fpar, meta=dict(meta or {}))
+
+
+def set_tlb(ipar, fpar, page_bytes, l1_entries, l2_page_bytes, l2_entries, l2_latency, walk_latency) -> None:
+    """Write address translation's parameters into ``ipar`` / ``fpar``: each TLB level is a fully
+    associative cache (one set of ``entries`` ways) whose "line" is the page one entry translates."""
+    from teg.memory.cache import cache_geometry
+    ipar[I_TLB1_SETS:I_TLB1_SETS + 4] = cache_geometry(l1_entries * page_bytes, page_bytes, page_bytes, l1_entries)
+    ipar[I_TLB2_SETS:I_TLB2_SETS + 4] = cache_geometry(l2_entries * l2_page_bytes, l2_page_bytes, l2_page_bytes,
+                                                       l2_entries)
+    fpar[F_TLB2_LAT], fpar[F_WALK_LAT] = l2_latency, walk_latency
 
 
 SWITCH_INDEX = {"bank_conflicts": I_SW_BANK, "coalescing": I_SW_COAL, "channel_skew": I_SW_SKEW,

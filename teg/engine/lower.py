@@ -36,11 +36,11 @@ from teg import TegError, UnknownOpcodeWarning
 from teg.engine.codes import DEP_BASE, DEP_GLOBAL, DEP_SHARED, MEM_GLOBAL, MEM_SHARED, UNIT_CLASSES
 from teg.engine.input import (DEPMODEL_CODES, F_DRAM_LAT, F_ISSUE_INTERVAL, F_KERNEL_LAUNCH, F_L1_LAT,
                               F_L2_FAR_LAT, F_L2_LAT, F_L2_SLICE_SPB, F_LAUNCH_LAT, F_RBAR_LAT, F_SERVICE_PER_BYTE,
-                              F_TLB2_LAT, F_WALK_LAT, F_WAVEFRONT_CYCLES, I_TLB1_SETS, I_TLB2_SETS, I_CHANNELS, I_DEAL, I_DEPMODEL, I_L1_SETS, I_L2_PART_BYTES,
+                              F_WAVEFRONT_CYCLES, I_CHANNELS, I_DEAL, I_DEPMODEL, I_L1_SETS, I_L2_PART_BYTES,
                               I_L2_PARTS, I_L2_SETS, I_L2_SLICES, I_MSHR, I_PIPE_SLOTS, I_POLICY, I_RESIDENT,
                               I_SCHED, I_SLOTS, I_SMS, I_SMS_PER_PIPE, I_TIMELINE, I_RECORD_ORDER,
                               I_WARP_SIZE, I_FETCH_PF, I_L1_HASH, I_L2_HASH, NUM_FPAR, NUM_IPAR, POLICY_CODES,
-                              SWITCH_INDEX, EngineInput)
+                              SWITCH_INDEX, EngineInput, set_tlb)
 from teg.engine.occupancy import OccupancyError, l1_data_bytes, occupancy, preferred_carveout
 from teg.engine.options import Options
 from teg.machine.model import Machine, OpInfo
@@ -548,13 +548,8 @@ def lower(program, kernel_trace, machine: Machine, options: Options | None = Non
             ipar[I_L2_SLICES] = gm.l2_slices
             fpar[F_L2_SLICE_SPB] = gm.l2_slices / gm.l2_bandwidth_bytes_per_clk
     if gm.tlb is not None:
-        # fully associative: one set of `entries` ways, each entry a "line" of a page
-        tlb = gm.tlb
-        ipar[I_TLB1_SETS:I_TLB1_SETS + 4] = cache_geometry(tlb.l1_entries * tlb.page_bytes, tlb.page_bytes,
-                                                           tlb.page_bytes, tlb.l1_entries)
-        ipar[I_TLB2_SETS:I_TLB2_SETS + 4] = cache_geometry(tlb.l2_entries * tlb.l2_page_bytes, tlb.l2_page_bytes,
-                                                           tlb.l2_page_bytes, tlb.l2_entries)
-        fpar[F_TLB2_LAT], fpar[F_WALK_LAT] = tlb.l2_latency, tlb.walk_latency
+        t = gm.tlb
+        set_tlb(ipar, fpar, t.page_bytes, t.l1_entries, t.l2_page_bytes, t.l2_entries, t.l2_latency, t.walk_latency)
     ipar[I_DEAL] = int(whole_gpu)
     ipar[I_MSHR] = gm.l1_mshr_lines or 0
     ipar[I_FETCH_PF] = _prefetch_lines(machine)
