@@ -65,6 +65,11 @@ def test_tiny_traces_generate(acc, tmp_path, monkeypatch):
                       use_cache=False)
     assert kt.num_warps == 16 and _active_loads(kt) == 16 * 5
     assert _load_positions(kt, 8 + 2) == [3, 4, 5, 0, 1]
+    # a partial sweep's loads are issued together, before the adds that wait for them (as the
+    # benchmark's unrolled sweep issues them), not one L2 round trip each: no DADD between the loads
+    # of positions 3-5, nor between those of 0-1 after the wrap; each group of 8 then adds 8 values
+    # (0.0 for the positions past its end)
+    assert _issue_groups(kt, 8 + 2) == "LLL" + "D" * 8 + "LL" + "D" * 8
     # l2: 3 blocks of 1024 threads over 2 slices of 64 doubles per thread
     _, kt = acc.trace("l2cache", "sm_80", "l2_fma", 3, 1024,
                       ["B=zeros:float64:131072", "out=zeros:float64:1024", "slices=2"], "t", use_cache=False)
@@ -93,6 +98,14 @@ def _load_positions(kt, w):
     sl = kt.warp_rows(w)
     return [(int(kt.row_addresses(i).min()) - base) // 2048 for i in range(sl.start, sl.stop)
             if ops[i].startswith("LDG") and kt.mask[i]]
+
+
+def _issue_groups(kt, w):
+    """Warp ``w``'s executed loads (L) and double adds (D) in issue order."""
+    ops = np.array(kt.opcodes)[kt.opcode]
+    sl = kt.warp_rows(w)
+    return "".join("L" if ops[i].startswith("LDG") else "D" for i in range(sl.start, sl.stop)
+                   if kt.mask[i] and ops[i].startswith(("LDG", "DADD")))
 
 
 def _chunks(kt, block, chunk_doubles):

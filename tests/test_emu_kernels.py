@@ -246,3 +246,26 @@ def test_atomic_variants(arch):
     np.testing.assert_array_equal(r.outputs["s64"], [(x.min().astype(np.int64) - 500) << 33])
     np.testing.assert_array_equal(r.outputs["f32"], [n * 0.5, *counts.astype(np.float32)])
     np.testing.assert_array_equal(r.outputs["f64"], [n * 0.25])
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_add_minmax(arch):
+    """__viaddmax / __viaddmin, signed and unsigned: VIADDMNMX on sm_90 (PT = min, !PT = max of
+    a + b mod 2^32 and c), IADD3 + IMNMX before it; the sum wraps before the comparison."""
+    n = 64
+    g = rng()
+    a = g.integers(-2**31, 2**31 - 1, n, dtype=np.int64).astype(np.int32)
+    b = g.integers(-2**31, 2**31 - 1, n, dtype=np.int64).astype(np.int32)
+    c = g.integers(-2**31, 2**31 - 1, n, dtype=np.int64).astype(np.int32)
+    a[:4] = [2**31 - 1, 5, -3, 0]
+    b[:4] = [1, -7, -4, 0]
+    c[:4] = [0, 0, 1, -1]
+    r = run(arch, "add_minmax", 1, n, [("a", a), ("b", b), ("c", c), ("out", np.zeros(4 * n, np.int32))])
+    s = ((a.astype(np.int64) + b) & 0xFFFFFFFF).astype(np.uint32)
+    si, ci = s.view(np.int32), c
+    cu = c.view(np.uint32)
+    ref = np.stack([np.maximum(si, ci), np.minimum(si, ci),
+                    np.maximum(s, cu).view(np.int32), np.minimum(s, cu).view(np.int32)], axis=1).ravel()
+    np.testing.assert_array_equal(r.outputs["out"], ref)
+    # by hand: INT_MAX + 1 = INT_MIN (0x80000000 unsigned) against 0; 5 - 7 = -2 (0xFFFFFFFE) against 0
+    assert r.outputs["out"][:8].tolist() == [0, -2**31, -2**31, 0, 0, -2, -2, 0]

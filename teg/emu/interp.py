@@ -636,17 +636,25 @@ def _x_shf(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
 
 @njit(cache=True)
 def _x_imnmx(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
-    """IMNMX d, a, b, p (m0 .U32): d = min(a, b) where p is true, max(a, b) elsewhere."""
+    """IMNMX d, a, b, p and VIADDMNMX d, a, b, c, p (sm_90, the add-then-clamp of CUDA's __viaddmax /
+    __viaddmin), m0 .U32: d = min(x, y) where p is true, max(x, y) elsewhere, with x, y = a, b for
+    IMNMX and a + b mod 2³², c for VIADDMNMX, compared as signed (unsigned with .U32) 32-bit
+    integers."""
     m0 = code[pc, O.C_M]
+    add = code[pc, O.C_OP] == O.OP_VIADDMNMX
     k1, r1, v1, f1 = _opnd(okind, oreg, oval, oflag, pc, 1)
     k2, r2, v2, f2 = _opnd(okind, oreg, oval, oflag, pc, 2)
-    _, r3, _, f3 = _opnd(okind, oreg, oval, oflag, pc, 3)
+    k3, r3, v3, f3 = _opnd(okind, oreg, oval, oflag, pc, 3)
+    _, rp, _, fp = _opnd(okind, oreg, oval, oflag, pc, 4 if add else 3)
     r0 = oreg[pc, 0]
-    take_min = _plane(pm, w, r3, f3)
+    take_min = _plane(pm, w, rp, fp)
     for l in range(32):
         if (ex >> l) & 1:
             a = _imod(_u32(regs, w, l, k1, r1, v1), f1)
             b = _imod(_u32(regs, w, l, k2, r2, v2), f2)
+            if add:
+                a = (a + b) & M32
+                b = _imod(_u32(regs, w, l, k3, r3, v3), f3)
             x, y = (a, b) if m0 else (s32(a), s32(b))
             res = (x if x < y else y) if (take_min >> l) & 1 else (x if x > y else y)
             _put(regs, w, r0, l, res)
@@ -1560,7 +1568,7 @@ def run_warp(w, code, okind, oreg, oval, oflag, regs, pm, lane_pc, lane_st, lane
                 _x_plop3(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
             elif op == O.OP_SHF:
                 _x_shf(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
-            elif op == O.OP_IMNMX:
+            elif op == O.OP_IMNMX or op == O.OP_VIADDMNMX:
                 _x_imnmx(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
             elif op == O.OP_POPC or op == O.OP_FLO or op == O.OP_BREV or op == O.OP_IABS:
                 _x_popc(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)

@@ -206,6 +206,11 @@ def _decode(ins: Instruction) -> tuple[int, int, list[int], str]:
     if name in ("IMNMX", "VIMNMX"):
         m[0] = int("U32" in mods)
         return O.OP_IMNMX, uniform, m, prec
+    if name == "VIADDMNMX":
+        if mods - {"", "U32"}:
+            raise UnsupportedInstruction(f"VIADDMNMX modifier {'.'.join(ins.modifiers)}")
+        m[0] = int("U32" in mods)
+        return O.OP_VIADDMNMX, uniform, m, prec
     if name == "FLO":
         m[0], m[1] = int("SH" in mods), int("U32" not in mods)
         return O.OP_FLO, uniform, m, prec
