@@ -159,6 +159,45 @@ def test_near_and_far_l2_partitions():
     assert r.cycles == 1000 + 100 + 1
 
 
+def test_the_tables_partition_split_decides_which_partition_an_sm_reads_through(tmp_path):
+    """Three SMs, two partitions (8 KB interleave; near hits 100, far 180). SM 2 first misses a
+    line homed in partition 1 (its near partition either way: DRAM 300), which fills it there.
+    SM 1 reads it after 1000 one-cycle ALU rows: with the even split (SMs 0 and 1 near partition
+    0) it misses its near partition and hits the home one, far: 1000 + 180, its use at 1180; with
+    ``l2_partition_sms`` = (1, 2) (SMs 1 and 2 near partition 1) it hits near: its use at 1100.
+    The tables: A100 splits its 108 SMs 62 / 46 (GTC21); a table derived from it with 54 SMs keeps
+    the proportions (31 / 23); a count list that does not give one count per partition is refused."""
+    addr = 8192 + 128           # home partition 1
+    rows = [[0], [0] * 1000 + [1, 2], [1, 2]]
+    tx = [[]] + [[] for _ in range(1000)] + [[(addr, 32, 0)], []] + [[(addr, 32, 0)], []]
+
+    def use_at(split):
+        inp = make_input(lat_exec=[1, 0, 1], lat_multi=[1] * 3, lat_same=[1] * 3, dst=[[3], [4], [5]],
+                         src=[[], [], [4]], mem=[0, MEM_GLOBAL, 0], depcause=[INT, DEP_GLOBAL, INT],
+                         rows_per_warp=rows, warps_per_block=1, tx=tx, sms=3, resident=1, deal=True,
+                         l2=L2, l2_partitions=2, l2_partition_bytes=8192, l2_far_latency=180.0,
+                         l2_partition_sms=split, dram_latency=300.0, channels=1)
+        assert inp.sm_part.tolist() == ([0, 0, 1] if split is None else [0, 1, 1])
+        r = run(inp)
+        assert r.counters["l2_misses"] == 1 and r.counters["l2_hits"] == 1
+        return r.timeline.tolist()[1 + 1001]        # SM 1's use of the loaded value
+
+    assert use_at(None) == 1000 + 180
+    assert use_at((1, 2)) == 1000 + 100
+    from teg.machine import MachineTableError, load as load_machine
+    from tests.test_l1_wavefronts import _strided_trace_input
+    assert load_machine("a100_80").memory.l2_partition_sms == (62, 46)
+    inp = _strided_trace_input(load_machine("a100_80"), sms=108)
+    assert inp.sm_part.tolist() == [0] * 62 + [1] * 46
+    p = tmp_path / "half.yaml"
+    p.write_text("name: half\nextends: sm_80\nnum_sms: {value: 54, source: test}\n")
+    assert _strided_trace_input(load_machine(str(p)), sms=54).sm_part.tolist() == [0] * 31 + [1] * 23
+    p = tmp_path / "t.yaml"
+    p.write_text("name: t\nextends: sm_80\nmemory:\n  l2_partition_sms: {value: [62, 40, 6], source: test}\n")
+    with pytest.raises(MachineTableError, match="one count per L2 partition"):
+        load_machine(str(p))
+
+
 def test_a_far_line_copied_into_the_near_partition_takes_a_near_slice_too():
     """Two partitions (8 KB interleave), one slice each at 32 B/clk (1 cycle per sector), L2 hits
     at 100 (perfect L2). SM 0 loads 4 sectors of line X homed in the far partition 1, then 4 of

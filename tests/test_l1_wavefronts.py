@@ -87,8 +87,9 @@ def test_lowering_counts_an_uncoalesced_loads_wavefronts():
     assert set(inp.r_wave_min[g].tolist()) == {1}
 
 
-def _strided_trace_input(m):
-    """One warp, one ``LDG.E`` whose 32 lanes read rows 16 kB apart (a trace with addresses)."""
+def _strided_trace_input(m, sms=1):
+    """One warp, one ``LDG.E`` whose 32 lanes read rows 16 kB apart (a trace with addresses),
+    lowered for ``sms`` SMs."""
     from teg.trace import KernelInfo, KernelTrace
     from teg.trace.model import MAX_TRACE_DST, MAX_TRACE_SRC
 
@@ -103,4 +104,4 @@ def _strided_trace_input(m):
         mem_width=np.full(1, 4, np.int16), imm=np.zeros(1, np.int64), addr_start=np.array([0, 32], np.int64),
         addresses=np.arange(32, dtype=np.uint64) * 16384 + 0x100000, warp_start=np.array([0, 1], np.int64),
         warp_block=np.zeros(1, np.int32), block_xyz=np.zeros((1, 3), np.int32))
-    return lower(None, kt, m, Options(sms=1))
+    return lower(None, kt, m, Options(sms=sms))

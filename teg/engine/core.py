@@ -1206,7 +1206,7 @@ def _index_maps(n_sms, S, spp):
 
 
 @_helper
-def _new_memory(mc, n_sms, tx_chan):
+def _new_memory(mc, n_sms, tx_chan, sm_part_in):
     """The memory system's state (:class:`Memory`), empty: the memory pipelines' slot heaps (and
     slots per pipeline), DRAM channels, L1s and L2 partitions with their lines' ready times, each
     SM's near L2 partition, the L2 slices."""
@@ -1231,12 +1231,10 @@ def _new_memory(mc, n_sms, tx_chan):
     # per way, the cycle its line's data is there (a hit on a line still being filled waits for it)
     l1_ready = np.zeros(l1_state.shape, np.float64)
     # L2: one cache per partition (its geometry is one partition's); each SM has a near partition
-    # (SMs split evenly in index order), each address a home partition (interleave part_bytes)
+    # (``sm_part_in``, from the lowering), each address a home partition (interleave part_bytes)
     l2_state = cache_new(n_parts, mc.l2_shape)
     l2_ready = np.zeros(l2_state.shape, np.float64)
-    sm_part = np.empty(n_sms, np.int64)
-    for sm in range(n_sms):
-        sm_part[sm] = (sm * n_parts) // n_sms
+    sm_part = sm_part_in.astype(np.int64)
     slice_free = np.zeros(max(mc.n_slices, 1), np.float64)
     # address translation: an L1 TLB per SM and one L2 TLB, cold (empty stand-ins when not modelled)
     tlb1_state = cache_new(n_sms if mc.has_tlb else 1, mc.tlb.l1_shape)
@@ -1286,7 +1284,7 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
              s_depcause, s_dst, s_src, s_ctrl, s_stall, s_yield, s_wbar, s_rbar, s_wait, s_depbar, s_async, s_iline,
              s_cline, u_occ, u_count, u_per_sm,
              r_sidx, r_wave, r_wave_min, r_tx_start, r_tx_min, r_tx_min_bytes, tx_addr, tx_bytes, tx_chan,
-             c_start, c_end, c_block, b_ctx_start, sm_blocks_start, sm_blocks, ipar, fpar,
+             c_start, c_end, c_block, b_ctx_start, sm_blocks_start, sm_blocks, sm_part_in, ipar, fpar,
              stall_out, pc_count, pc_wait, counters, timeline, sm_end, order_in, order_out, pcc, tx_rec):
     """Run the timing model; fills the output arrays and returns ``(status, total_cycles)``.
     status 0 = done, 1 = deadlock (warps wait forever, e.g. at a barrier), 2 = a block does not
@@ -1348,7 +1346,7 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
     scf, sci, lbo, sch_list, sch_n = scheds
     g_sm, g_sch, sm_pipe = _index_maps(n_sms, S, mc.spp)
     uf = np.zeros((n_sms * S * U, maxc), np.float64)   # unit copies' free times, a row per (group, unit)
-    memory = _new_memory(mc, n_sms, tx_chan)
+    memory = _new_memory(mc, n_sms, tx_chan, sm_part_in)
     heap = memory.heap
     txs = Tx(r_tx_start, r_tx_min, r_tx_min_bytes, tx_addr, tx_bytes, tx_chan)
     grid = _new_grid(n_sms, c_start, c_end, r_sidx, b_ctx_start, sm_blocks_start, sm_blocks, sm_end, counters)

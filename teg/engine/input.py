@@ -120,6 +120,7 @@ class EngineInput:
     b_ctx_start: np.ndarray     # int32 [B+1] contexts of block b
     sm_blocks_start: np.ndarray  # int32 [sms+1]
     sm_blocks: np.ndarray       # int32 block ids per SM in launch order
+    sm_part: np.ndarray         # int32 [sms] each SM's near L2 partition (near_partitions)
     ipar: np.ndarray            # int64 [NUM_IPAR]
     fpar: np.ndarray            # float64 [NUM_FPAR]
     # schedule-preserving replay: dynamic rows in the order to issue them (None = free scheduling)
@@ -155,7 +156,8 @@ def make_input(*, lat_exec, lat_multi, lat_same, unit=None, dst=None, src=None, 
                switches=None, l1=None, l2=None, dram_latency=400.0, channels=1,
                service_per_byte=0.0, sms_per_pipeline=1, pipe_slots=0, wavefront_cycles=0.0,
                rbar_latency=1.0, launch_latency=0.0, kernel_launch=0.0, record_timeline=True, record_order=False,
-               deal=False, l2_partitions=1, l2_partition_bytes=8192, l2_far_latency=None, l2_slices=0,
+               deal=False, l2_partitions=1, l2_partition_bytes=8192, l2_far_latency=None, l2_partition_sms=None,
+               l2_slices=0,
                l2_slice_bytes_per_clk=0.0, mshr_lines=0, iline=None, fetch_prefetch=0, cline=None,
                hashed=(False, False), tlb=None,
                meta=None) -> EngineInput:
@@ -168,7 +170,7 @@ def make_input(*, lat_exec, lat_multi, lat_same, unit=None, dst=None, src=None, 
     ``blocks_sm`` gives each block's SM (default round-robin); ``deal=True`` instead deals the
     blocks dynamically (one grid-wide queue, :mod:`teg.engine.core`). ``l2_partitions`` /
     ``l2_partition_bytes`` / ``l2_far_latency`` describe near/far L2 partitions (``l2`` is then one
-    partition's geometry), ``l2_slices`` / ``l2_slice_bytes_per_clk`` the L2 slices' bandwidth,
+    partition's geometry; ``l2_partition_sms``: the SMs near each, default an even split), ``l2_slices`` / ``l2_slice_bytes_per_clk`` the L2 slices' bandwidth,
     ``mshr_lines`` the outstanding L1-miss lines per SM (0: ``pipe_slots`` C_mem slots).
     ``iline`` gives each static instruction's instruction-cache line (default: -1, a perfect
     instruction cache), ``fetch_prefetch`` the lines fetched beyond a missing one; a missing line
@@ -265,7 +267,24 @@ def make_input(*, lat_exec, lat_multi, lat_same, unit=None, dst=None, src=None, 
         r_tx_start=r_tx_start, r_tx_min=r_tx_min, r_tx_min_bytes=r_tx_min_bytes,
         tx_addr=tx_addr, tx_bytes=tx_bytes, tx_chan=tx_chan,
         c_start=c_start, c_end=c_end, c_block=c_block, b_ctx_start=b_ctx_start,
-        sm_blocks_start=sm_blocks_start, sm_blocks=order, ipar=ipar, fpar=fpar, meta=dict(meta or {}))
+        sm_blocks_start=sm_blocks_start, sm_blocks=order, sm_part=near_partitions(sms, l2_partitions, l2_partition_sms),
+        ipar=ipar, fpar=fpar, meta=dict(meta or {}))
+
+
+def near_partitions(n_sms: int, parts: int, counts=None) -> np.ndarray:
+    """Each SM's near L2 partition (int32 ``[n_sms]``), in SM index order: ``counts[p]`` SMs near
+    partition p (the table's ``memory.l2_partition_sms``: GTC21's A100 62 / 46), scaled to
+    ``n_sms`` when they add up to another number (largest remainders; a table derived with fewer
+    SMs keeps the proportions); without counts an even split (SM s near partition
+    ⌊s · parts / n_sms⌋)."""
+    if counts is None:
+        return (np.arange(n_sms, dtype=np.int64) * parts // max(n_sms, 1)).astype(np.int32)
+    if len(counts) != parts or sum(counts) <= 0:
+        raise ValueError(f"L2 partition SM counts {list(counts)}: need one positive count per partition ({parts})")
+    exact = np.asarray(counts, np.float64) * n_sms / sum(counts)
+    n = np.floor(exact).astype(np.int64)
+    n[np.argsort(-(exact - n), kind="stable")[:n_sms - int(n.sum())]] += 1
+    return np.repeat(np.arange(parts, dtype=np.int32), n)
 
 
 def set_tlb(ipar, fpar, page_bytes, l1_entries, l2_page_bytes, l2_entries, l2_latency, walk_latency) -> None:

@@ -40,7 +40,7 @@ from teg.engine.input import (DEPMODEL_CODES, F_DRAM_LAT, F_ISSUE_INTERVAL, F_KE
                               I_L2_PARTS, I_L2_SETS, I_L2_SLICES, I_MSHR, I_PIPE_SLOTS, I_POLICY, I_RESIDENT,
                               I_SCHED, I_SLOTS, I_SMS, I_SMS_PER_PIPE, I_TIMELINE, I_RECORD_ORDER,
                               I_WARP_SIZE, I_FETCH_PF, I_L1_HASH, I_L2_HASH, NUM_FPAR, NUM_IPAR, POLICY_CODES,
-                              SWITCH_INDEX, EngineInput, set_tlb)
+                              SWITCH_INDEX, EngineInput, near_partitions, set_tlb)
 from teg.engine.occupancy import OccupancyError, l1_data_bytes, occupancy, preferred_carveout
 from teg.engine.options import Options
 from teg.machine.model import Machine, OpInfo
@@ -600,4 +600,6 @@ def lower(program, kernel_trace, machine: Machine, options: Options | None = Non
         r_tx_start=tx_start, r_tx_min=tx_min.astype(np.int32), r_tx_min_bytes=tx_min_bytes.astype(np.int64),
         tx_addr=tx_addr.astype(np.int64), tx_bytes=tx_bytes.astype(np.int64), tx_chan=tx_chan.astype(np.int32),
         c_start=c_start, c_end=c_end, c_block=ctx_block.astype(np.int32), b_ctx_start=b_ctx_start,
-        sm_blocks_start=sm_blocks_start, sm_blocks=order, ipar=ipar, fpar=fpar, meta=meta)
+        sm_blocks_start=sm_blocks_start, sm_blocks=order,
+        sm_part=near_partitions(n_sms, int(ipar[I_L2_PARTS]), gm.l2_partition_sms if ipar[I_L2_PARTS] > 1 else None),
+        ipar=ipar, fpar=fpar, meta=meta)

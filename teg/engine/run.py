@@ -39,7 +39,7 @@ def run(inp: EngineInput) -> Result:
         inp.u_occ, inp.u_count, inp.u_per_sm,
         inp.r_sidx, inp.r_wave, inp.r_wave_min, inp.r_tx_start, inp.r_tx_min, inp.r_tx_min_bytes,
         inp.tx_addr, inp.tx_bytes, inp.tx_chan,
-        inp.c_start, inp.c_end, inp.c_block, inp.b_ctx_start, inp.sm_blocks_start, inp.sm_blocks,
+        inp.c_start, inp.c_end, inp.c_block, inp.b_ctx_start, inp.sm_blocks_start, inp.sm_blocks, inp.sm_part,
         inp.ipar, inp.fpar, stall, pc_count, pc_wait, counters, timeline, sm_end, order_in, order_out, pcc, tx_rec)
     if status == 1 and order_in.shape[0]:
         raise EngineError(f"{inp.meta.get('kernel', 'kernel')}: replay order infeasible at cycle {cycles}: its next "

@@ -378,6 +378,17 @@ def _build_tlb(t: dict) -> Tlb:
                walk_latency=float(_v(t["walk_latency"])))
 
 
+def _partition_sms(node, partitions: int) -> tuple[int, ...]:
+    """``memory.l2_partition_sms``: how many of the table's SMs each L2 partition is near, one
+    count per partition (a table that extends it with another ``num_sms`` keeps the proportions:
+    :func:`teg.engine.input.near_partitions`)."""
+    counts = tuple(int(x) for x in _v(node))
+    if len(counts) != partitions:
+        raise schema.SchemaViolation(("memory", "l2_partition_sms"), f"bad value {list(counts)}: one count "
+                                     f"per L2 partition (l2_partitions {partitions})")
+    return counts
+
+
 def _build_memory(m: dict, num_sms: int, warp_size: int, clock_mhz: float) -> GlobalMemory:
     sms_per_pipeline = int(_v(m["sms_per_pipeline"]))
     if num_sms % sms_per_pipeline:
@@ -402,6 +413,8 @@ def _build_memory(m: dict, num_sms: int, warp_size: int, clock_mhz: float) -> Gl
             opt[k] = int(_v(m[k]))
     if m.get("l2_far_latency") is not None:
         opt["l2_far_latency"] = float(_v(m["l2_far_latency"]))
+    if m.get("l2_partition_sms") is not None:
+        opt["l2_partition_sms"] = _partition_sms(m["l2_partition_sms"], opt.get("l2_partitions", 1))
     if m.get("l1_caches_global_loads") is not None:
         opt["l1_caches_global_loads"] = bool(_v(m["l1_caches_global_loads"]))
     if m.get("tlb") is not None:

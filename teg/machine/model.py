@@ -130,6 +130,7 @@ class GlobalMemory:
     const_latency: float | None = None
     l2_partitions: int = 1              # near/far L2 partitions: each SM has a near one, each address a home one
     l2_partition_bytes: int = 8192      # home-partition interleave of addresses
+    l2_partition_sms: tuple[int, ...] | None = None  # SMs near each partition, in SM order (None: even split)
     l2_far_latency: float | None = None  # load-to-use latency of a hit in the far partition
     l2_slices: int | None = None        # L2 slices in all; each serves l2_bandwidth_bytes_per_clk / l2_slices
     l1_mshr_lines: int | None = None    # outstanding L1 misses per SM, one entry per cache line (None: C_mem)

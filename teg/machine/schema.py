@@ -375,6 +375,7 @@ TABLE = Section({
         "l2_bandwidth_bytes_per_clk": Num(positive=True, required=False),
         "l2_partitions": Num(integer=True, positive=True, required=False, maximum=64),
         "l2_partition_bytes": Num(integer=True, positive=True, required=False, maximum=GIB),
+        "l2_partition_sms": NumList(required=False, maximum=1024),
         "l2_far_latency": Num(positive=True, required=False),
         "l2_slices": Num(integer=True, positive=True, required=False, maximum=1024),
         "l1_mshr_lines": Num(integer=True, positive=True, required=False, maximum=64 * KIB),
