@@ -1,4 +1,4 @@
-"""The emulator runs the suite of tests/fixtures/emu/kernels.cu (nvcc 13, sm_80 and sm_90 cubins and
+"""The emulator runs the suite of tests/fixtures/emu/kernels.cu (nvcc 13, sm_75 … sm_120 cubins and
 SASS checked in) and every output buffer equals its numpy reference (exact for integers, a
 tolerance for floats)."""
 
@@ -12,7 +12,7 @@ import pytest
 from teg.emu import emulate, load_kernel
 
 FIX = Path(__file__).parent / "fixtures" / "emu"
-ARCHS = ["sm_75", "sm_80", "sm_89", "sm_90"]
+ARCHS = ["sm_75", "sm_80", "sm_89", "sm_90", "sm_100", "sm_120"]
 
 
 def run(arch, kernel, grid, block, args, shmem=0):
@@ -269,3 +269,13 @@ def test_add_minmax(arch):
     np.testing.assert_array_equal(r.outputs["out"], ref)
     # by hand: INT_MAX + 1 = INT_MIN (0x80000000 unsigned) against 0; 5 - 7 = -2 (0xFFFFFFFE) against 0
     assert r.outputs["out"][:8].tolist() == [0, -2**31, -2**31, 0, 0, -2, -2, 0]
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_launch_geometry(arch):
+    """blockDim and gridDim as the kernel reads them from constant bank 0 (c[0x0][0x0..0x14] up to
+    sm_90, c[0x0][0x360..0x378] from sm_100 on: the cubin's target in its ELF header decides)."""
+    from teg.emu.cubin import read_cubin
+    assert read_cubin(FIX / f"kernels.{arch}.cubin")["geometry"].sm == int(arch[3:])
+    r = run(arch, "geometry", (3, 2, 5), (4, 2, 3), [("o", np.zeros(6, np.uint32))])
+    assert r.outputs["o"].tolist() == [4, 2, 3, 3, 2, 5]

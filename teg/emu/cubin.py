@@ -59,6 +59,7 @@ class KernelImage:
     nregs: int = 0
     constant0: bytes = b""
     banks: dict[int, bytes] = field(default_factory=dict)   # other constant banks (module scope)
+    sm: int = 0                 # the cubin's target (80 for sm_80; 0 when the ELF header does not say)
 
 
 @dataclass(frozen=True)
@@ -148,6 +149,13 @@ def read_cubin(path: str | Path) -> dict[str, KernelImage]:
     return kernels
 
 
+def _target_sm(data: bytes) -> int:
+    """The SM version in the ELF header's ``e_flags``: bits 8-15 from ABI version 8 on (CUDA 13:
+    0x5a for sm_90, 0x64 for sm_100), bits 0-7 before it (CUDA 12: ``EF_CUDA_SM90`` = 0x5a)."""
+    (flags,) = struct.unpack_from("<I", data, 0x30)
+    return (flags >> 8) & 0xFF if data[8] >= 8 else flags & 0xFF
+
+
 def _parse(data: bytes, path: str) -> dict[str, KernelImage]:
     """The kernels of the cubin bytes ``data`` (struct / index errors on a damaged file)."""
     secs = _sections(data, path)
@@ -175,6 +183,7 @@ def _parse(data: bytes, path: str) -> dict[str, KernelImage]:
                     kernel_banks.setdefault(owner, {})[int(digits)] = body[s.name]
                 else:
                     module_banks[int(digits)] = body[s.name]
+    sm = _target_sm(data)
     kernels: dict[str, KernelImage] = {}
     for s in secs:
         if not s.name.startswith(".text."):
@@ -182,7 +191,7 @@ def _parse(data: bytes, path: str) -> dict[str, KernelImage]:
         name = s.name[len(".text."):]
         k = KernelImage(name=name, shared_static=size.get(f".nv.shared.{name}", 0),
                         local_frame=frames.get(name, 0), nregs=nregs.get(name, 0), constant0=body.get(f".nv.constant0.{name}", b""),
-                        banks={**module_banks, **kernel_banks.get(name, {})})
+                        banks={**module_banks, **kernel_banks.get(name, {})}, sm=sm)
         for attr, payload in _attributes(body.get(f".nv.info.{name}", b"")):
             if attr == KPARAM_INFO and len(payload) >= 12:
                 _index, ordinal, offset, flags = struct.unpack_from("<IHHI", payload)

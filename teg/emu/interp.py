@@ -145,6 +145,17 @@ def _u64(regs, w, l, k, r, v):
     return _pair(regs, w, r, l) if k == O.K_REG else v
 
 
+_SIGN64 = np.int64(-(1 << 63))     # the int64 sign bit
+
+
+@njit(cache=True)
+def _u64z(regs, w, l, k, r, v):
+    """:func:`_u64` with RZ / URZ read as a zero pair (the row after RZ is another register)."""
+    if k == O.K_REG and (r == O.RZ_ROW or r == O.URZ_ROW):
+        return np.int64(0)
+    return _u64(regs, w, l, k, r, v)
+
+
 @njit(cache=True)
 def _put(regs, w, r, l, v):
     """Write the low 32 bits of ``v`` to row ``r`` of lane ``l``; writes to RZ/URZ are dropped."""
@@ -424,12 +435,17 @@ def _atomic(op, typ, width, old, a, b, su, sf, sq, sd):
 
 @njit(cache=True)
 def _x_mov(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
-    """MOV d, a."""
+    """MOV d, a; MOV.64 (sm_120, m0 = 8) moves a register pair or a 64-bit immediate."""
     k1, r1, v1, _ = _opnd(okind, oreg, oval, oflag, pc, 1)
     r0 = oreg[pc, 0]
+    wide = code[pc, O.C_M] == 8
+    zero = k1 == O.K_REG and (r1 == O.RZ_ROW or r1 == O.URZ_ROW)
     for l in range(32):
         if (ex >> l) & 1:
-            _put(regs, w, r0, l, _u32(regs, w, l, k1, r1, v1))
+            if wide:
+                _put64(regs, w, r0, l, 0 if zero else _u64(regs, w, l, k1, r1, v1))
+            else:
+                _put(regs, w, r0, l, _u32(regs, w, l, k1, r1, v1))
 
 
 @njit(cache=True)
@@ -443,6 +459,31 @@ def _x_iadd3(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
     ci0 = _carry_in(pm, w, k6, r6, f6)
     ci1 = _carry_in(pm, w, k7, r7, f7)
     po0, po1 = 0, 0
+    if code[pc, O.C_M + 1] == 1:
+        # IADD.64 / UIADD3.64 (sm_100+): the same sum over register pairs, carries out of bit 63
+        # (summed as two 32-bit halves so that nothing overflows int64)
+        for l in range(32):
+            if (ex >> l) & 1:
+                lo, hi = 0, 0
+                for j in range(3):
+                    kj, rj, vj, fj = _opnd(okind, oreg, oval, oflag, pc, 1 + j)
+                    x = _u64z(regs, w, l, kj, rj, vj)
+                    if fj & O.F_NEG or fj & O.F_NOT:
+                        x = ~x
+                        lo += 1 if fj & O.F_NEG else 0
+                    lo += x & M32
+                    hi += (x >> 32) & M32
+                lo += ((ci0 >> l) & 1) + ((ci1 >> l) & 1)
+                hi += lo >> 32
+                carry = hi >> 32
+                if carry >= 1:
+                    po0 |= 1 << l
+                if carry >= 2:
+                    po1 |= 1 << l
+                _put64(regs, w, r0, l, ((hi & M32) << 32) | (lo & M32))
+        _set_pred_opnd(okind, oreg, pm, w, pc, 4, po0, ex)
+        _set_pred_opnd(okind, oreg, pm, w, pc, 5, po1, ex)
+        return
     for l in range(32):
         if (ex >> l) & 1:
             s = 0
@@ -641,6 +682,7 @@ def _x_imnmx(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
     IMNMX and a + b mod 2³², c for VIADDMNMX, compared as signed (unsigned with .U32) 32-bit
     integers."""
     m0 = code[pc, O.C_M]
+    wide = code[pc, O.C_M + 1] == 1         # IMNMX.S64 / .U64: register pairs
     add = code[pc, O.C_OP] == O.OP_VIADDMNMX
     k1, r1, v1, f1 = _opnd(okind, oreg, oval, oflag, pc, 1)
     k2, r2, v2, f2 = _opnd(okind, oreg, oval, oflag, pc, 2)
@@ -650,6 +692,14 @@ def _x_imnmx(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
     take_min = _plane(pm, w, rp, fp)
     for l in range(32):
         if (ex >> l) & 1:
+            if wide:
+                x, y = _u64z(regs, w, l, k1, r1, v1), _u64z(regs, w, l, k2, r2, v2)
+                if m0:          # unsigned: compare with the sign bits flipped
+                    lt = (x ^ _SIGN64) < (y ^ _SIGN64)
+                else:
+                    lt = x < y
+                _put64(regs, w, r0, l, (x if lt else y) if (take_min >> l) & 1 else (y if lt else x))
+                continue
             a = _imod(_u32(regs, w, l, k1, r1, v1), f1)
             b = _imod(_u32(regs, w, l, k2, r2, v2), f2)
             if add:
@@ -1177,7 +1227,8 @@ def _x_s2r(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, block_xyz, cx
 @njit(cache=True)
 def _x_ldc(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, cb32, err):
     """LDC d, c[bank][off] (resolved to an immediate at launch) or c[0][R+off] (bounds checked;
-    m0 bytes). Returns 0, or the error code after recording the fault."""
+    m0 bytes: 1, 2, 4, 8, or 16 into four registers, the form LDCU.128 is lowered to). Returns 0,
+    or the error code after recording the fault."""
     m0 = code[pc, O.C_M]
     k1 = okind[pc, 1]
     r0 = oreg[pc, 0]
@@ -1193,6 +1244,11 @@ def _x_ldc(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, cb32, err):
                 if bank != 0 or off < 0 or off + m0 > cb32.shape[0] * 4 or off % 4 != 0 and m0 >= 4:
                     _mem_fault(err, E_CONST, pc, w * 32 + l, off)
                     return err[0]
+                if m0 == 16:
+                    if r0 != O.RZ_ROW and r0 != O.URZ_ROW:
+                        for q in range(4):
+                            regs[w, r0 + q, l] = cb32[(off >> 2) + q]
+                    continue
                 if m0 >= 4:
                     lo = np.int64(cb32[off >> 2])
                     hi = np.int64(cb32[(off >> 2) + 1]) if m0 == 8 else 0
@@ -1643,6 +1699,9 @@ def run_warp(w, code, okind, oreg, oval, oflag, regs, pm, lane_pc, lane_st, lane
                 if op == O.OP_BRA or op == O.OP_CALL:
                     # taken lanes jump to the target (CALL.REL: the callee), the others fall through
                     tgt = code[pc, O.C_TARGET]
+                    if op == O.OP_BRA and m0 == 0 and k0 == O.K_PRED:
+                        # BRA.U !UP0, target (sm_100+): the condition is an operand, not a guard
+                        m &= _plane(pm, w, r0, oflag[pc, 0])
                     if op == O.OP_BRA and m0 == 1:
                         # BRA.DIV mask: taken by all lanes when some lane of mask is not in the group
                         alive = 0

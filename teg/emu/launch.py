@@ -10,8 +10,10 @@ group the rows by warp and expand the static columns (PC, opcode, registers, wid
 
 Constant bank 0 layout used (as nvcc's SASS reads it on sm_70…sm_90: ``LDC R7, c[0x0][RZ]`` is
 blockDim.x, ``c[0x0][0xc]`` gridDim.x, ``LDC R1, c[0x0][0x28]`` the stack pointer): ``0x0/0x4/0x8``
-ntid.x/y/z, ``0xc/0x10/0x14`` nctaid.x/y/z, ``0x28`` the top of the per-thread local window; the
-parameters start at the ``EIATTR_PARAM_CBANK`` offset of the cubin (0x160 on sm_80, 0x210 on sm_90).
+ntid.x/y/z, ``0xc/0x10/0x14`` nctaid.x/y/z, ``0x28`` the top of the per-thread local window; on
+sm_100 and later (the cubin's target, :attr:`KernelImage.sm`) ``0x360``, ``0x370`` and ``0x37c``;
+the parameters start at the ``EIATTR_PARAM_CBANK`` offset of the cubin (0x160 on sm_80, 0x210 on
+sm_90, 0x380 on sm_100).
 """
 
 from __future__ import annotations
@@ -34,9 +36,11 @@ from teg.emu.memory import DeviceMemory
 from teg.sass.program import Program
 from teg.trace.model import MAX_TRACE_DST, MAX_TRACE_SRC, KernelInfo, KernelTrace, Trace, launch_problem
 
-CB_NTID = 0x0
-CB_NCTAID = 0xC
-CB_STACK = 0x28
+# (ntid, nctaid, stack pointer) offsets in constant bank 0: sm_70 … sm_90, then sm_100 and later
+# (nvcc 13's SASS of blockDim / gridDim reads: c[0x0][0x0..0x8] / c[0x0][0xc..0x14] and LDC R1,
+# c[0x0][0x28] up to sm_90; c[0x0][0x360..0x368] / c[0x0][0x370..0x378] and c[0x0][0x37c] on sm_100
+# and sm_120)
+CB_GEOMETRY = ((0, (0x0, 0xC, 0x28)), (100, (0x360, 0x370, 0x37C)))
 LOCAL_ALIGN = 16
 MAX_THREADS_PER_BLOCK = 1024
 
@@ -135,16 +139,22 @@ def _read_kernel(cubin: Path, source: Path, kernel: str | None, sass) -> tuple[P
     return prog, images[prog.name]
 
 
+def _geometry_offsets(sm: int) -> tuple[int, int, int]:
+    """Where the SASS of a cubin for ``sm`` reads blockDim, gridDim and the stack pointer."""
+    return next(offsets for first, offsets in reversed(CB_GEOMETRY) if sm >= first)
+
+
 def _constant_bank(image: KernelImage, args: list[Arg], addresses: dict[int, int], grid, block, local_size) -> bytes:
     params = image.params
     if len(args) != len(params):
         raise EmulatorError(f"kernel {image.name} takes {len(params)} arguments, {len(args)} given")
     end = image.param_base + (max((p.offset + p.size for p in params), default=0))
-    size = max(len(image.constant0), end, CB_STACK + 8)
+    ntid, nctaid, stack = _geometry_offsets(image.sm)
+    size = max(len(image.constant0), end, stack + 8)
     cb = bytearray(image.constant0.ljust(size, b"\0"))
-    struct.pack_into("<3I", cb, CB_NTID, *block)
-    struct.pack_into("<3I", cb, CB_NCTAID, *grid)
-    struct.pack_into("<I", cb, CB_STACK, local_size)
+    struct.pack_into("<3I", cb, ntid, *block)
+    struct.pack_into("<3I", cb, nctaid, *grid)
+    struct.pack_into("<I", cb, stack, local_size)
     for i, (p, a) in enumerate(zip(params, args)):
         raw = struct.pack("<Q", addresses[i]) if a.array is not None else a.scalar
         if len(raw) != p.size:

@@ -174,12 +174,16 @@ def _decode(ins: Instruction) -> tuple[int, int, list[int], str]:
     uniform, name = 0, base
     if base in ("S2UR", "VOTEU"):
         uniform = 1
+    elif base in _UNIFORM_DEST:          # sm_100+: LDCU / CS2UR write a uniform register (= ULDC, CS2R)
+        uniform, name = 1, _UNIFORM_DEST[base]
     elif base.startswith("U") and base[1:] in _UNIFORM_OK:     # UIADD3 → IADD3 on the uniform datapath
         uniform, name = 1, base[1:]
     m = [0] * O.NUM_M
     prec = "int"
-    if name in _PLAIN:                   # no modifiers to decode
+    if name in _PLAIN:                   # no modifiers to decode (but MOV.64's width)
         op, prec = _PLAIN[name]
+        if name == "MOV":
+            m[0] = _width(mods, 4)
         return op, uniform, m, prec
     if name == "LDC":
         m[0] = _width(mods, 4)
@@ -187,6 +191,7 @@ def _decode(ins: Instruction) -> tuple[int, int, list[int], str]:
         return O.OP_LDC, uniform, m, prec
     if name in ("IADD3", "IADD"):
         m[0] = int("X" in mods)
+        m[1] = int("64" in mods)        # IADD.64 / UIADD3.64 (sm_100+): register pairs
         return O.OP_IADD3, uniform, m, prec
     if name == "IMAD":
         m[0] = 2 if "WIDE" in mods else (1 if "HI" in mods else 0)
@@ -204,7 +209,14 @@ def _decode(ins: Instruction) -> tuple[int, int, list[int], str]:
         m[4] = int("W" in mods)
         return O.OP_SHF, uniform, m, prec
     if name in ("IMNMX", "VIMNMX"):
-        m[0] = int("U32" in mods)
+        m[0] = int(_has(mods, "U32", "U64"))
+        if _has(mods, "S64", "U64"):
+            # IMNMX.S64 PT, PT, Rd, Ra, Rb, !PT, !PT (sm_120): emulated only with both predicate
+            # results discarded and the second predicate source !PT (its meaning is unpublished)
+            ops = [o.text.strip() for o in ins.operands if o.text.strip()]
+            if len(ops) != 7 or ops[:2] != ["PT", "PT"] or ops[6] != "!PT":
+                raise UnsupportedInstruction(f"64-bit IMNMX form {', '.join(ops)}")
+            m[1] = 1
         return O.OP_IMNMX, uniform, m, prec
     if name == "VIADDMNMX":
         if mods - {"", "U32"}:
@@ -285,7 +297,7 @@ def _decode(ins: Instruction) -> tuple[int, int, list[int], str]:
         return _PLAIN_NONUNIFORM[base], 0, m, prec
     if base in ("S2R", "S2UR"):
         return O.OP_S2R, uniform, m, prec
-    if base == "CS2R":
+    if name == "CS2R":
         m[0] = 8 if "32" not in mods else 4
         return O.OP_CS2R, uniform, m, prec
     if base == "SHFL":
@@ -298,7 +310,7 @@ def _decode(ins: Instruction) -> tuple[int, int, list[int], str]:
         if m[0] < 0:
             raise UnsupportedInstruction("VOTE mode")
         return O.OP_VOTE, uniform, m, prec
-    if base == "REDUX":
+    if base in ("REDUX", "CREDUX"):     # CREDUX (sm_100+): the same warp reduction into a uniform register
         m[0] = next((i for i, k in enumerate(("SUM", "MIN", "MAX", "AND", "OR", "XOR")) if k in mods), 0)
         m[1] = int("S32" in mods)
         return O.OP_REDUX, 0, m, prec
@@ -367,6 +379,8 @@ _PLAIN_NONUNIFORM = {"BSSY": O.OP_BSSY, "BSYNC": O.OP_BSYNC, "BREAK": O.OP_BREAK
                      "CALL": O.OP_CALL, "RET": O.OP_RET, "R2UR": O.OP_R2UR, "P2R": O.OP_P2R, "R2P": O.OP_R2P}
 _UNIFORM_OK = {"MOV", "IADD3", "IMAD", "LEA", "LOP3", "PLOP3", "SHF", "ISETP", "SEL", "POPC", "FLO",
                "BREV", "PRMT", "LDC", "IMNMX", "SGXT", "BMSK", "P2R", "R2P"}
+# sm_100+ opcodes that name the uniform-destination form of an older one
+_UNIFORM_DEST = {"LDCU": "LDC", "CS2UR": "CS2R"}
 _NOPS = {"NOP", "YIELD", "MEMBAR", "FENCE", "ERRBAR", "CCTL", "CCTLL", "DEPBAR", "LDGDEPBAR", "NANOSLEEP",
          "BPT", "CGAERRBAR", "PMTRIG", "UCGABAR_ARV", "UCGABAR_WAIT", "ACQBULK"}
 
@@ -422,6 +436,9 @@ def lower(program: Program) -> Lowered:
             code[i, O.C_OP] = -1
             unsupported[i] = str(exc)
             continue
+        if op == O.OP_LDC and mods[0] == 16 and okind[i, 1] == O.K_CONST:
+            # a 128-bit constant load (LDCU.128) reads the bank at run time: c[bank][RZ + off]
+            okind[i, 1], oreg[i, 1], oflag[i, 1] = O.K_CIDX, O.RZ_ROW, oflag[i, 1] | oreg[i, 1] << 24
         if op in (O.OP_HADD2, O.OP_HMUL2, O.OP_HFMA2):
             _pack_half_immediates(operands, okind[i], oreg[i], oval[i], oflag[i])
         _canonicalize(op, okind[i], oreg[i], oval[i], oflag[i])
@@ -515,6 +532,8 @@ def _canonicalize(op: int, okind, oreg, oval, oflag) -> None:
             out = pad(d, 1, _NONE) + pad(pd, 1, _NONE) + [ops[mem]] + pad(ops[mem + 1:], 2, _NONE)
     elif op in (O.OP_BSSY, O.OP_BSYNC, O.OP_BREAK):
         out = [o for o in ops if o[0] == O.K_BAR] + [o for o in ops if o[0] != O.K_BAR]
+    elif op == O.OP_IMNMX and len(ops) == 7:
+        out = ops[2:6]                  # IMNMX.S64 PT, PT, d, a, b, p, !PT → d, a, b, p
     elif op in (O.OP_ISETP, O.OP_FSETP, O.OP_DSETP) and len(ops) == 5:
         out = ops + [_TRUE]
     if out is None:
