@@ -156,3 +156,27 @@ def test_lowering_every_fixture_listing_never_raises_a_non_teg_error():
     assert _as_int64(0x8000000000000000) == -(1 << 63)
     assert _as_int64(0xFFFFFFFFFFFFFFFF) == -1
     assert _as_int64(5) == 5
+
+
+def test_register_pair_forms_are_emulated_or_refused_never_run_as_32_bit():
+    """sm_100+ spell some 64-bit operations as a modifier of a 32-bit opcode: MOV.64 and IADD.64 are
+    emulated as pairs; a .64 form of an opcode the emulator knows only in 32 bits is reported
+    unsupported (it would otherwise run silently as the 32-bit operation)."""
+    from teg.emu.lower import lower
+    from teg.sass.parser import parse_text
+
+    text = """
+        code for sm_120
+                Function : k
+        .headerflags    @"EF_CUDA_SM120 EF_CUDA_VIRTUAL_SM(EF_CUDA_SM120)"
+        /*0000*/                   MOV.64 R6, 0x3fd8000000000000 ;
+        /*0010*/                   IADD.64 R2, R12, -R14 ;
+        /*0020*/                   SEL.64 R2, R4, R6, P0 ;
+        /*0030*/                   MOV R8, R2 ;
+        /*0040*/                   EXIT ;
+    """
+    lw = lower(parse_text(text)[0])
+    assert lw.code[0, O.C_OP] == O.OP_MOV and lw.code[0, O.C_M] == 8
+    assert lw.code[1, O.C_OP] == O.OP_IADD3 and lw.code[1, O.C_M + 1] == 1
+    assert lw.unsupported == {2: "64-bit form SEL.64"}
+    assert lw.code[3, O.C_OP] == O.OP_MOV and lw.code[3, O.C_M] == 4

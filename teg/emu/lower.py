@@ -184,6 +184,8 @@ def _decode(ins: Instruction) -> tuple[int, int, list[int], str]:
         op, prec = _PLAIN[name]
         if name == "MOV":
             m[0] = _width(mods, 4)
+        elif "64" in mods:              # a register-pair form this table does not know (not the 32-bit op)
+            raise UnsupportedInstruction(f"64-bit form {ins.opcode}")
         return op, uniform, m, prec
     if name == "LDC":
         m[0] = _width(mods, 4)
