@@ -146,6 +146,17 @@ def test_cache_kernels(acc, arch):
     kt = emulate(prog, image, 2, 256, ["B=rand:float64:1536", "out=zeros:float64:256", "zero=0", "loads=18",
                                        "mult=0"]).kernel_trace
     assert Counter(_load_positions(kt, 9)) == Counter(list(range(6)) * 3)
+    # `if (start > 0 || loads < P)` compiles to `@!P0 BRA P1, <whole sweeps>` (P0: start >= 1, P1:
+    # loads >= P): taken only where both the guard and the predicate operand hold. A window from
+    # position 0 shorter than a sweep runs the first partial sweep, before that target; the
+    # emulator once ignored the operand and ran such windows through the last partial sweep's code
+    bra = next(ins for ins in prog.instructions if ins.base == "BRA" and any(o.kind == "pred" for o in ins.operands))
+    for loads, before in ((5, True), (18, False)):
+        kt = emulate(prog, image, 1, 32, ["B=rand:float64:1536", "out=zeros:float64:256", "zero=0",
+                                          f"loads={loads}", "mult=0"]).kernel_trace
+        pcs = {int(kt.pc[i]) for i in range(kt.num_rows) if kt.mask[i] and kt.opcodes[kt.opcode[i]].startswith("LDG")}
+        target = prog.instructions[bra.branch_target].address
+        assert all(pc < target for pc in pcs) == before and any(pc < target for pc in pcs) == before
 
 
 def test_cache_launch_rules(acc):

@@ -54,7 +54,7 @@ CACHE_LOADS = tuple(int(x) for x in os.environ.get("TEG_ACCURACY_CACHE_LOADS", "
 CACHE_L2_WARM = 8
 # l2 (gpu-l2-cache): the kernel of the code that produced each GPU's file (kernels/l2cache.cu)
 L2_KERNELS = {"a100_80": "l2_fma", "h100_pcie": "l2_add"}
-L2_WAVES = (2, 4)               # l2: waves of resident 1024-thread blocks (difference; 1 and 2 let run 1's cold tail distort it)
+L2_WAVES = (4, 8)               # l2: waves of resident 1024-thread blocks (difference; fewer let run 1's tail distort it: README)
 LAT_TIMED = 1024                # timed loads of the pointer chase
 LAT_WARM_CAP = 1 << 20          # chains up to 64 MB are walked once before the timed loads
 LAT_MAX_KB = 262144             # latency points above 256 MB are not simulated (TLB regime)
