@@ -15,13 +15,14 @@ without AVX-512/AMX/AVX10 (valgrind 3.19 cannot run them: SIGILL on a Zen 5 host
 ``znver3`` CPU model, the machine earlier figures were taken on; set ``TEG_ICOUNT_CPU`` to pin
 another model.
 
-    python benchmarks/engine_icount.py [--rows 24000] [--alu-only] [--whole-gpu] [--cache-sim]
+    python benchmarks/engine_icount.py [--rows 24000] [--alu-only] [--whole-gpu] [--cache-sim [--ll-bytes N]]
 
 ``--whole-gpu`` counts the whole-GPU engine instead (every SM of sm_90 with a full wave of 64
 warps, the rows rounded up to a whole number per warp; ``--rows 700000`` gives 96 per warp), so
 the cost per simulated instruction of one SM and of the whole GPU compare exactly;
 ``--cache-sim`` adds cachegrind's simulated data-cache misses per simulated instruction (where
-the whole GPU's larger state shows).
+the whole GPU's larger state shows); ``--ll-bytes 1048576`` makes its simulated last level one
+core's 1 MB L2, so that the last-level misses count the accesses that leave the core.
 
 Needs ``valgrind`` on PATH (prints why and exits 2 when it is missing).
 """
@@ -100,6 +101,10 @@ def main() -> int:
                     help="every SM of sm_90, a full wave (64 warps each), instead of 64 warps on one SM")
     ap.add_argument("--cache-sim", action="store_true",
                     help="also count data-cache misses (cachegrind's simulated D1 and last-level caches)")
+    ap.add_argument("--ll-bytes", type=int, default=0,
+                    help="with --cache-sim: size of cachegrind's simulated last-level cache (16-way, 64 B "
+                         "lines), e.g. 1048576 for a core's 1 MB L2, so that its misses count what leaves "
+                         "the core's private caches (default: cachegrind's choice, the host's last level)")
     ap.add_argument("--child", type=int, default=0, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -122,10 +127,10 @@ def main() -> int:
         out = {}
         for reps in (1, 3):
             path = os.path.join(tmp, f"cg.{reps}")
-            subprocess.run([valgrind, "--tool=cachegrind", f"--cache-sim={'yes' if args.cache_sim else 'no'}",
-                            "--branch-sim=yes",
-                            f"--cachegrind-out-file={path}"] + me + ["--child", str(reps)],
-                           env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            ll = [f"--LL={args.ll_bytes},16,64"] if args.cache_sim and args.ll_bytes else []
+            cmd = ([valgrind, "--tool=cachegrind", f"--cache-sim={'yes' if args.cache_sim else 'no'}",
+                    "--branch-sim=yes"] + ll + [f"--cachegrind-out-file={path}"] + me + ["--child", str(reps)])
+            subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             out[reps] = jit_totals(path)
     rows = args.rows
     if args.whole_gpu:
@@ -142,7 +147,8 @@ def main() -> int:
     print(f"  indirect branches    {per['Bi']:8.1f}   mispredicted {per['Bim']:.2f}")
     if args.cache_sim:
         print(f"  data reads / writes  {per['Dr']:8.1f} / {per['Dw']:.1f}   D1 misses {per['D1mr'] + per['D1mw']:.2f}, "
-              f"last-level misses {per['DLmr'] + per['DLmw']:.3f} (cachegrind's simulated caches)")
+              f"last-level misses {per['DLmr'] + per['DLmw']:.3f} (cachegrind's simulated caches"
+              + (f"; last level {args.ll_bytes:,} B" if args.ll_bytes else "") + ")")
     return 0
 
 
