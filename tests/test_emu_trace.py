@@ -212,22 +212,24 @@ def test_native_and_accelsim_round_trip(tmp_path):
             np.testing.assert_array_equal(np.asarray(getattr(back, col)), np.asarray(getattr(kt, col)), err_msg=col)
 
 
-def test_cli_trace_run_then_estimate(tmp_path):
+@pytest.mark.parametrize("arch", ["sm_90", "sm_120"])
+def test_cli_trace_run_then_estimate(tmp_path, arch):
+    """Emulate, then time with the table the trace's binary version names (sm_120: Blackwell)."""
     runner = CliRunner()
     out = tmp_path / "mm.trace"
-    res = runner.invoke(main, ["trace", "run", str(EMU / "kernels.sm_90.cubin"), "--kernel", "matmul_abt",
+    res = runner.invoke(main, ["trace", "run", str(EMU / f"kernels.{arch}.cubin"), "--kernel", "matmul_abt",
                                "--grid", "2,2", "--block", "16,16", "--arg", "A=rand:float32:32x32",
                                "--arg", "B=rand:float32:32x32", "--arg", "C=zeros:float32:32x32", "--arg", "n=32",
                                "-o", str(out)])
     assert res.exit_code == 0, res.output
     a, b, c = (np.load(tmp_path / "mm.trace.outputs" / f"{k}.npy") for k in "ABC")
     np.testing.assert_allclose(c, a @ b.T, rtol=1e-5)
-    est = runner.invoke(main, ["estimate", "--sass", str(EMU / "kernels.sm_90.sass"), "--trace", str(out),
+    est = runner.invoke(main, ["estimate", "--sass", str(EMU / f"kernels.{arch}.sass"), "--trace", str(out),
                                "--kernel", "matmul_abt", "--json"])
     assert est.exit_code == 0, est.output
     import json
     result = json.loads(est.output)
-    assert result["cycles"] > 0
+    assert result["cycles"] > 0 and result["machine"] == arch
 
 
 def test_cli_reports_errors_in_one_line(tmp_path):
