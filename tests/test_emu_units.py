@@ -180,3 +180,61 @@ def test_register_pair_forms_are_emulated_or_refused_never_run_as_32_bit():
     assert lw.code[1, O.C_OP] == O.OP_IADD3 and lw.code[1, O.C_M + 1] == 1
     assert lw.unsupported == {2: "64-bit form SEL.64"}
     assert lw.code[3, O.C_OP] == O.OP_MOV and lw.code[3, O.C_M] == 4
+
+
+SCALED_FMUL = """
+\tcode for sm_75
+\t\tFunction : scaled_fmul
+\t.headerflags\t@"EF_CUDA_SM75 EF_CUDA_VIRTUAL_SM(EF_CUDA_SM75)"
+        /*0000*/                   MOV R0, 0x40400000 ;
+        /*0010*/                   MOV R2, 0x3fa00000 ;
+        /*0020*/                   MOV R4, c[0x0][0x160] ;
+        /*0030*/                   MOV R5, c[0x0][0x164] ;
+        /*0040*/                   FMUL.D2 R3, R0, R2 ;
+        /*0050*/                   STG.E.SYS [R4], R3 ;
+        /*0060*/                   FMUL.D4 R3, R0, R2 ;
+        /*0070*/                   STG.E.SYS [R4+0x4], R3 ;
+        /*0080*/                   FMUL.D8 R3, R0, -R2 ;
+        /*0090*/                   STG.E.SYS [R4+0x8], R3 ;
+        /*00a0*/                   FMUL.M2 R3, R0, R2 ;
+        /*00b0*/                   STG.E.SYS [R4+0xc], R3 ;
+        /*00c0*/                   FMUL.M8 R3, R0, R2 ;
+        /*00d0*/                   STG.E.SYS [R4+0x10], R3 ;
+        /*00e0*/                   MOV R6, 0x3f8ccccd ;
+        /*00f0*/                   MOV R7, 0x40533333 ;
+        /*0100*/                   FMUL.D2 R3, R6, R7 ;
+        /*0110*/                   STG.E.SYS [R4+0x14], R3 ;
+        /*0120*/                   FMUL.D2 R3, R0, -0.20000000298023223877 ;
+        /*0130*/                   STG.E.SYS [R4+0x18], R3 ;
+        /*0140*/                   EXIT ;
+"""
+
+
+def test_fmul_scale_modifiers():
+    """FMUL.Dk / .Mk (ptxas's fold of a product times 2^-k / 2^k, e.g. cfd's factor*0.2*0.5 in
+    FMUL.D2 R, R, -0.2): 3 x 1.25 = 3.75 gives 1.875, 0.9375, -0.46875 (negated operand), 7.5, 30;
+    1.1f x 3.3f / 2 equals the float32 product halved (exact scaling of a normal result);
+    3 x -0.2f / 2 = -0.3f as float32 rounds it."""
+    from teg.emu import emulate
+    from teg.emu.cubin import KernelImage
+    from teg.sass import parse_text
+
+    prog = parse_text(SCALED_FMUL, source="scaled.sass")[0]
+    image = KernelImage("scaled_fmul", params=[Param(0, 0, 8)], param_base=0x160, sm=75)
+    r = emulate(prog, image, 1, 1, [("out", np.zeros(7, np.float32))])
+    f = np.float32
+    expect = [1.875, 0.9375, -0.46875, 7.5, 30.0, (f(1.1) * f(3.3)) / f(2), f(3) * f(-0.2) / f(2)]
+    np.testing.assert_array_equal(r.outputs["out"], np.array(expect, np.float32))
+
+
+def test_scale_modifier_refused_outside_fmul():
+    """Only FMUL carries a result scale; FADD.D2 (no such encoding from ptxas) is refused by name."""
+    from teg.emu import UnsupportedInstruction, emulate
+    from teg.emu.cubin import KernelImage
+    from teg.sass import parse_text
+
+    text = SCALED_FMUL.replace("FMUL.D4 R3, R0, R2", "FADD.D2 R3, R0, R2")
+    prog = parse_text(text, source="scaled.sass")[0]
+    image = KernelImage("scaled_fmul", params=[Param(0, 0, 8)], param_base=0x160, sm=75)
+    with pytest.raises(UnsupportedInstruction, match=r"FADD.D2 at PC 0x0060.*scale modifier .D2"):
+        emulate(prog, image, 1, 1, [("out", np.zeros(7, np.float32))])

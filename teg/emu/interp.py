@@ -986,10 +986,11 @@ def _x_r2p(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
 
 @njit(cache=True)
 def _x_fadd(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf):
-    """FADD d = a + b, FMUL d = a·b, FFMA d = a·b + c (fused) in float32 (m0 rounding, m1 .FTZ on
-    inputs and result, m2 .SAT)."""
+    """FADD d = a + b, FMUL d = a·b·2^m3 (.D2/.D4/.D8: m3 = -1/-2/-3, .M2/.M4/.M8: 1/2/3; the exact
+    product is scaled, then rounded once), FFMA d = a·b + c (fused) in float32 (m0 rounding, m1
+    .FTZ on inputs and result, m2 .SAT)."""
     op = code[pc, O.C_OP]
-    m0, m1, m2, _, _ = _mods(code, pc)
+    m0, m1, m2, m3, _ = _mods(code, pc)
     k1, r1, v1, f1 = _opnd(okind, oreg, oval, oflag, pc, 1)
     k2, r2, v2, f2 = _opnd(okind, oreg, oval, oflag, pc, 2)
     k3, r3, v3, f3 = _opnd(okind, oreg, oval, oflag, pc, 3)
@@ -1006,7 +1007,7 @@ def _x_fadd(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf):
             if op == O.OP_FADD:
                 d = x + y
             elif op == O.OP_FMUL:
-                d = x * y
+                d = x * y * (2.0 ** m3)
             else:
                 c = np.int64(regs[w, r3, l]) if k3 == O.K_REG else v3 & M32
                 z = _fmod(f32_of(c, su, sf), f3)

@@ -157,6 +157,10 @@ def _width(mods, default=4) -> int:
     return default
 
 
+# FMUL's result scale (ptxas folds a product times 2^e, |e| <= 3, into one FMUL): modifier -> e
+_FMUL_SCALE = {"D2": -1, "D4": -2, "D8": -3, "M2": 1, "M4": 2, "M8": 3}
+
+
 def _ldtype(mods) -> int:
     for k, v in (("S8", O.T_S8), ("U8", O.T_U8), ("S16", O.T_S16), ("U16", O.T_U16)):
         if k in mods:
@@ -251,9 +255,11 @@ def _decode(ins: Instruction) -> tuple[int, int, list[int], str]:
         return O.OP_SGXT, uniform, m, prec
     if name in ("FADD", "FMUL", "FFMA"):
         m[0], m[1], m[2] = _round(mods), int("FTZ" in mods), int("SAT" in mods)
-        for k in ("D2", "D4", "D8", "M2", "M4", "M8"):
+        for k, e in _FMUL_SCALE.items():
             if k in mods:
-                raise UnsupportedInstruction(f"scale modifier .{k}")
+                if name != "FMUL":
+                    raise UnsupportedInstruction(f"scale modifier .{k}")
+                m[3] = e
         return {"FADD": O.OP_FADD, "FMUL": O.OP_FMUL, "FFMA": O.OP_FFMA}[name], uniform, m, "f32"
     if name == "FMNMX":
         m[1] = int("FTZ" in mods)
