@@ -238,3 +238,32 @@ def test_scale_modifier_refused_outside_fmul():
     image = KernelImage("scaled_fmul", params=[Param(0, 0, 8)], param_base=0x160, sm=75)
     with pytest.raises(UnsupportedInstruction, match=r"FADD.D2 at PC 0x0060.*scale modifier .D2"):
         emulate(prog, image, 1, 1, [("out", np.zeros(7, np.float32))])
+
+
+INVERTED_CONST = """
+\tcode for sm_75
+\t\tFunction : inverted_const
+\t.headerflags\t@"EF_CUDA_SM75 EF_CUDA_VIRTUAL_SM(EF_CUDA_SM75)"
+        /*0000*/                   MOV R4, c[0x0][0x160] ;
+        /*0010*/                   MOV R5, c[0x0][0x164] ;
+        /*0020*/                   ISETP.NE.AND P0, PT, RZ, RZ, PT ;
+        /*0030*/                   IMAD.X R3, RZ, RZ, ~c[0x0][0x168], P0 ;
+        /*0040*/                   STG.E.SYS [R4], R3 ;
+        /*0050*/                   ISETP.EQ.AND P0, PT, RZ, RZ, PT ;
+        /*0060*/                   IMAD.X R3, RZ, RZ, ~c[0x0][0x168], P0 ;
+        /*0070*/                   STG.E.SYS [R4+0x4], R3 ;
+        /*0080*/                   EXIT ;
+"""
+
+
+def test_inverted_constant_operand():
+    """IMAD.X d, RZ, RZ, ~c[..], P (the high word of a 64-bit subtraction, b+tree's findK on sm_75):
+    ~0x12345678 = 0xedcba987 with carry-in 0, 0xedcba988 with carry-in 1."""
+    from teg.emu import emulate
+    from teg.emu.cubin import KernelImage
+    from teg.sass import parse_text
+
+    prog = parse_text(INVERTED_CONST, source="inv.sass")[0]
+    image = KernelImage("inverted_const", params=[Param(0, 0, 8), Param(1, 8, 4)], param_base=0x160, sm=75)
+    r = emulate(prog, image, 1, 1, [("out", np.zeros(2, np.uint32)), np.uint32(0x12345678)])
+    assert r.outputs["out"].tolist() == [0xEDCBA987, 0xEDCBA988]
