@@ -267,3 +267,34 @@ def test_inverted_constant_operand():
     image = KernelImage("inverted_const", params=[Param(0, 0, 8), Param(1, 8, 4)], param_base=0x160, sm=75)
     r = emulate(prog, image, 1, 1, [("out", np.zeros(2, np.uint32)), np.uint32(0x12345678)])
     assert r.outputs["out"].tolist() == [0xEDCBA987, 0xEDCBA988]
+
+
+RCP64H_IMMEDIATE = """
+\tcode for sm_75
+\t\tFunction : rcp64h_imm
+\t.headerflags\t@"EF_CUDA_SM75 EF_CUDA_VIRTUAL_SM(EF_CUDA_SM75)"
+        /*0000*/                   MOV R4, c[0x0][0x160] ;
+        /*0010*/                   MOV R5, c[0x0][0x164] ;
+        /*0020*/                   MUFU.RCP64H R3, 225 ;
+        /*0030*/                   MOV R6, 0x406c2000 ;
+        /*0040*/                   MUFU.RCP64H R7, R6 ;
+        /*0050*/                   STG.E.SYS [R4], R3 ;
+        /*0060*/                   STG.E.SYS [R4+0x4], R7 ;
+        /*0070*/                   MUFU.RSQ64H R3, 4 ;
+        /*0080*/                   STG.E.SYS [R4+0x8], R3 ;
+        /*0090*/                   EXIT ;
+"""
+
+
+def test_mufu_64h_float_immediate_is_a_double():
+    """MUFU.RCP64H R3, 225 (nvcc's x / 225.0 in double) reads the double 225.0, whose high word is
+    0x406c2000, exactly as the register form does; RSQ64H of 4.0 gives the high word of 0.5."""
+    from teg.emu import emulate
+    from teg.emu.cubin import KernelImage
+    from teg.sass import parse_text
+
+    prog = parse_text(RCP64H_IMMEDIATE, source="rcp.sass")[0]
+    image = KernelImage("rcp64h_imm", params=[Param(0, 0, 8)], param_base=0x160, sm=75)
+    r = emulate(prog, image, 1, 1, [("out", np.zeros(3, np.uint32))])
+    hi = lambda x: struct.unpack("<Q", struct.pack("<d", x))[0] >> 32
+    assert r.outputs["out"].tolist() == [hi(1 / 225), hi(1 / 225), hi(0.5)]
