@@ -298,3 +298,47 @@ def test_mufu_64h_float_immediate_is_a_double():
     r = emulate(prog, image, 1, 1, [("out", np.zeros(3, np.uint32))])
     hi = lambda x: struct.unpack("<Q", struct.pack("<d", x))[0] >> 32
     assert r.outputs["out"].tolist() == [hi(1 / 225), hi(1 / 225), hi(0.5)]
+
+
+FCHK_TABLE = """
+\tcode for sm_75
+\t\tFunction : fchk_table
+\t.headerflags\t@"EF_CUDA_SM75 EF_CUDA_VIRTUAL_SM(EF_CUDA_SM75)"
+        /*0000*/                   MOV R4, c[0x0][0x160] ;
+        /*0010*/                   MOV R5, c[0x0][0x164] ;
+        /*0020*/                   MOV R2, 0x3fb33333 ;
+        /*0030*/                   MOV R0, 0x3f800000 ;
+        /*0040*/                   FCHK P0, R0, R2 ;
+        /*0050*/                   SEL R3, RZ, 0x1, !P0 ;
+        /*0060*/                   STG.E.SYS [R4], R3 ;
+        /*0070*/                   MOV R0, RZ ;
+        /*0080*/                   FCHK P0, R0, R2 ;
+        /*0090*/                   SEL R3, RZ, 0x1, !P0 ;
+        /*00a0*/                   STG.E.SYS [R4+0x4], R3 ;
+        /*00b0*/                   MOV R0, 0x80000000 ;
+        /*00c0*/                   FCHK P0, R0, R2 ;
+        /*00d0*/                   SEL R3, RZ, 0x1, !P0 ;
+        /*00e0*/                   STG.E.SYS [R4+0x8], R3 ;
+        /*00f0*/                   MOV R0, 0xc800000 ;
+        /*0100*/                   FCHK P0, R0, R2 ;
+        /*0110*/                   SEL R3, RZ, 0x1, !P0 ;
+        /*0120*/                   STG.E.SYS [R4+0xc], R3 ;
+        /*0130*/                   MOV R0, 0xc000000 ;
+        /*0140*/                   FCHK P0, R0, R2 ;
+        /*0150*/                   SEL R3, RZ, 0x1, !P0 ;
+        /*0160*/                   STG.E.SYS [R4+0x10], R3 ;
+        /*0170*/                   EXIT ;
+"""
+
+
+def test_fchk_zero_dividend_takes_the_slow_path():
+    """FCHK P, a, b for b = 1.4 and a = 1, +0, -0, 2^-102, 2^-103: fast, slow, slow, fast, slow, as
+    cycles per dependent division on an H200 show (49, 252, 252, 49, 263 cycles)."""
+    from teg.emu import emulate
+    from teg.emu.cubin import KernelImage
+    from teg.sass import parse_text
+
+    prog = parse_text(FCHK_TABLE, source="fchk.sass")[0]
+    image = KernelImage("fchk_table", params=[Param(0, 0, 8)], param_base=0x160, sm=75)
+    r = emulate(prog, image, 1, 1, [("out", np.zeros(5, np.uint32))])
+    assert r.outputs["out"].tolist() == [0, 1, 1, 0, 1]

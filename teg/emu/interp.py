@@ -1080,8 +1080,10 @@ def _x_mufu(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf, sq, 
 
 @njit(cache=True)
 def _x_fchk(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
-    """FCHK pd, a, b: true when a/b needs the slow path (special or denormal operands, or an
-    exponent difference the fast reciprocal path cannot handle)."""
+    """FCHK pd, a, b: true when a/b needs the slow path (special, zero or denormal operands, or an
+    exponent difference the fast reciprocal path cannot handle). A zero dividend is slow: on an
+    H200, 0/1.4 and -0/1.4 cost 252 cycles per dependent division against 49 for 1/1.4, as much as
+    other slow-path cases (2^-103/1.4: 263)."""
     k1, r1, v1, _ = _opnd(okind, oreg, oval, oflag, pc, 1)
     k2, r2, v2, _ = _opnd(okind, oreg, oval, oflag, pc, 2)
     res = 0
@@ -1091,7 +1093,7 @@ def _x_fchk(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
             b = _u32(regs, w, l, k2, r2, v2)
             ea = (a >> 23) & 0xFF
             eb = (b >> 23) & 0xFF
-            slow = eb == 0 or eb == 255 or ea == 255 or (ea == 0 and (a & 0x7FFFFF) != 0)
+            slow = eb == 0 or eb == 255 or ea == 255 or ea == 0
             if not slow and ea != 0:
                 diff = ea - eb
                 slow = diff >= 126 or diff <= -126 or eb >= 253 or ea <= 24
