@@ -276,7 +276,8 @@ def test_cli_compiles_a_cu_file(tmp_path):
 def test_division_of_zero_takes_the_slow_path(tmp_path, arch):
     """IEEE division (div.rn.f32): FCHK sends a zero numerator to the slow path, which keeps the sign of
     the zero quotient (the fast path's a * rcp(b) + RZ would return +0 for 0 / -2). Warp 0 divides
-    only normal numbers: no CALL; warp 1's lanes 0-2 divide zeros: one CALL row with exactly them."""
+    only normal numbers: no CALL; warp 1's lanes 0-2 divide zeros: one CALL row with exactly them.
+    Lane 5's 1 / 0x3effffff = 0x40000001 needs the fast path's fused multiply-adds rounded once."""
     src = tmp_path / "quotient.cu"
     src.write_text('extern "C" __global__ void quotient(const float *a, const float *b, float *q) {\n'
                    '    int i = blockIdx.x * blockDim.x + threadIdx.x;\n'
@@ -286,6 +287,7 @@ def test_division_of_zero_takes_the_slow_path(tmp_path, arch):
     b[b == 0] = 1.5
     a[32:35] = [0.0, -0.0, 0.0]
     b[32:35] = [-2.0, 2.0, 2.0]
+    a[5], b[5] = 1.0, np.uint32(0x3EFFFFFF).view(np.float32)   # 2 + 2^-23 + ...: a near-tie quotient
     prog, image = load_kernel(src, "quotient", arch, work_dir=tmp_path)
     r = emulate(prog, image, 1, 64, [("a", a), ("b", b), ("q", np.zeros(64, np.float32))])
     want = a / b

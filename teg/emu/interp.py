@@ -33,7 +33,7 @@ from numba import njit
 
 from teg.emu import ops as O
 from teg.emu.numerics import (M32, adjust_f64, bits_of_f32, bits_of_f64, f2h, f2i, f32_of, f64_of, fma,
-                              ftz32, h2f, round_f32_bits, round_int, s32)
+                              fma_f32_bits, ftz32, h2f, round_f32_bits, round_int, s32)
 
 FULL = 0xFFFFFFFF
 
@@ -985,9 +985,10 @@ def _x_r2p(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
 
 
 @njit(cache=True)
-def _x_fadd(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf):
-    """FADD d = a + b, FMUL d = a·b, FFMA d = a·b + c (fused) in float32 (m0 rounding, m1 .FTZ on
-    inputs and result, m2 .SAT)."""
+def _x_fadd(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf, sq, sd):
+    """FADD d = a + b, FMUL d = a·b, FFMA d = a·b + c (fused: one rounding, numerics.fma_f32_bits) in
+    float32 (m0 rounding, m1 .FTZ on inputs and result, m2 .SAT). A float32 sum or product is
+    computed exactly enough in double (53 >= 2*24 + 2 bits), so rounding it again is harmless."""
     op = code[pc, O.C_OP]
     m0, m1, m2, _, _ = _mods(code, pc)
     k1, r1, v1, f1 = _opnd(okind, oreg, oval, oflag, pc, 1)
@@ -1004,16 +1005,15 @@ def _x_fadd(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf):
                 x = ftz32(x)
                 y = ftz32(y)
             if op == O.OP_FADD:
-                d = x + y
+                res = round_f32_bits(x + y, m0, su, sf)
             elif op == O.OP_FMUL:
-                d = x * y
+                res = round_f32_bits(x * y, m0, su, sf)
             else:
                 c = np.int64(regs[w, r3, l]) if k3 == O.K_REG else v3 & M32
                 z = _fmod(f32_of(c, su, sf), f3)
                 if m1:
                     z = ftz32(z)
-                d = fma(x, y, z)
-            res = round_f32_bits(d, m0, su, sf)
+                res = fma_f32_bits(x, y, z, m0, su, sf, sq, sd)
             if m1 or m2:
                 fr = f32_of(res, su, sf)
                 if m1:
@@ -1646,7 +1646,7 @@ def run_warp(w, code, okind, oreg, oval, oflag, regs, pm, lane_pc, lane_st, lane
             elif op == O.OP_R2P:
                 _x_r2p(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
             elif op == O.OP_FADD or op == O.OP_FMUL or op == O.OP_FFMA:
-                _x_fadd(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf)
+                _x_fadd(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf, sq, sd)
             elif op == O.OP_FMNMX:
                 _x_fmnmx(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf)
             elif op == O.OP_MUFU:
