@@ -14,7 +14,7 @@ from teg.emu.args import generate, parse_arg
 from teg.emu.cubin import Param, read_cubin
 from teg.emu.errors import EmulatorError
 from teg.emu.lower import decode_operand
-from teg.emu.numerics import f2h, f2i, h2f, round_f32_bits
+from teg.emu.numerics import f2h, f2i, fma_f32_bits, h2f, round_f32_bits
 from teg.sass.operands import parse_operand
 
 EMU = Path(__file__).parent / "fixtures" / "emu"
@@ -107,6 +107,28 @@ def test_directed_rounding_to_float32():
     assert round_f32_bits(-x, 1, su, sf) == 0xBF800000
     assert round_f32_bits(1e-50, 3, su, sf) == 0x00000001
     assert round_f32_bits(-1e-50, 2, su, sf) == 0x80000001
+
+
+def test_float32_fma_rounds_once():
+    """x*y + z with x = 2 + 2^-22 (0x40000001), y = -(2^-24 - 2^-47) (float32), z = x: exactly
+    2 + 2^-23 + 2^-69, just above the midpoint of 2 and 2 + 2^-22. A double fma rounds it to the
+    midpoint 2 + 2^-23, which then ties to even (2.0); one rounding gives 0x40000001 (RN, RP) and
+    2.0 (RZ, RM). This is the refinement step of the IEEE division 1 / 0x3effffff."""
+    su, sf = np.zeros(1, np.uint32), None
+    sf = su.view(np.float32)
+    sq = np.zeros(1, np.int64)
+    sd = sq.view(np.float64)
+    x = 2.0 + 2.0 ** -22
+    y = -(2.0 ** -24 - 2.0 ** -47)
+    assert np.float32(y) == y and np.float32(x) == x
+    assert fma_f32_bits(x, y, x, 0, su, sf, sq, sd) == 0x40000001
+    assert fma_f32_bits(x, y, x, 1, su, sf, sq, sd) == 0x40000000
+    assert fma_f32_bits(x, y, x, 2, su, sf, sq, sd) == 0x40000000
+    assert fma_f32_bits(x, y, x, 3, su, sf, sq, sd) == 0x40000001
+    assert fma_f32_bits(-x, y, -x, 0, su, sf, sq, sd) == 0xC0000001
+    assert fma_f32_bits(1.5, 2.0, 0.25, 0, su, sf, sq, sd) == 0x40500000      # exact: 3.25
+    assert fma_f32_bits(2.0, 3.0, -6.0, 0, su, sf, sq, sd) == 0x00000000      # exact zero: +0
+    assert fma_f32_bits(float("inf"), 1.0, 1.0, 0, su, sf, sq, sd) == 0x7F800000
 
 
 def test_float_to_int_saturates():
