@@ -1213,13 +1213,13 @@ def _x_s2r(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, block_xyz, cx
             tx = t % bx
             ty = (t // bx) % by
             tz = t // (bx * by)
-            v = _sreg(v1, t, tx, ty, tz, cx, cy, cz, l, cnt[0]) if k1 == O.K_SREG else 0
+            v = _sreg(v1, t, tx, ty, tz, cx, cy, cz, l, cnt[0] + cnt[2]) if k1 == O.K_SREG else 0
             if op == O.OP_CS2R and v1 == 14:
                 v = 0
             if r0 != O.RZ_ROW and r0 != O.URZ_ROW:
                 regs[w, r0, l] = np.uint32(v & M32)
                 if op == O.OP_CS2R and m0 == 8:
-                    hi = _sreg(13, t, tx, ty, tz, cx, cy, cz, l, cnt[0]) if v1 == 12 else 0
+                    hi = _sreg(13, t, tx, ty, tz, cx, cy, cz, l, cnt[0] + cnt[2]) if v1 == 12 else 0
                     regs[w, r0 + 1, l] = np.uint32(hi)
     return 0
 
