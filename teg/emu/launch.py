@@ -248,6 +248,12 @@ def _buffers_text(mem: DeviceMemory) -> Callable[[int], str]:
 
 
 def _fault(err, sched, lw: Lowered, describe: Callable[[int], str], grid, block, local_size, shared_size) -> Exception:
+    exc = _fault_of(err, sched, lw, describe, grid, block, local_size, shared_size)
+    exc.emu_code = int(err[0])         # the interpreter's E_* code (what a runtime reports to the program)
+    return exc
+
+
+def _fault_of(err, sched, lw: Lowered, describe, grid, block, local_size, shared_size) -> Exception:
     code, ins, tid, addr = (int(x) for x in err[:4])
     prog = lw.program
     if code == I.E_UNSUPPORTED:
@@ -509,7 +515,7 @@ def execute(prog: Program, image: KernelImage, grid, block, shmem: int, params: 
             raise _fault(err, sched, lw, mem.describe, grid, block, local_size, shared_size)
         if int(cnt[2]) + n > max_rows:
             raise EmulatorError(f"kernel {prog.name}: more than {max_rows:,} warp instructions executed "
-                                f"(stopped in block {int(sched[0])}); an endless loop, or raise max_rows")
+                                f"(stopped in block {int(sched[0])}): an endless loop, or a launch longer than --max-instructions")
         if progress is not None:
             progress(int(cnt[2]) + n)
         if not sink.record:
