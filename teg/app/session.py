@@ -20,7 +20,9 @@ requests (:mod:`teg.app.protocol`) until the program closes its end:
 The output is the native trace format (:mod:`teg.trace.native`) with one kernel per traced launch,
 in launch order (kernel id = launch number, counted from 1), and an ``application`` entry in
 ``meta.json``: the command line, the exit status, the machine, the launch count and, per traced
-launch, its parameters and the allocations live when it ran.
+launch, its parameters and the allocations live when it ran. ``program.sass`` beside it holds the
+disassembly of every module that ran a kernel (cuobjdump), which ``teg estimate --trace FOLDER``
+reads for the control codes.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ OK, ERR, TERM = P.STATUS["OK"], P.STATUS["ERROR"], P.STATUS["TERMINATE"]
 VARIABLES = 3                  # heap allocation kind of the modules' variable sections
 FAULT_CODES = {I.E_GLOBAL: 700, I.E_SHARED: 700, I.E_LOCAL: 700, I.E_CONST: 700, I.E_ALIGN: 716}
 EXIT_TEG = 2
+SASS_FILE = "program.sass"     # the disassembly of the modules whose kernels ran, in the output folder
 
 
 class AppError(TegError):
@@ -134,6 +137,8 @@ class Session:
         self.clock_us = 0.0
         self.stopped: str | None = None
         self.hello = False
+        self.sass_texts: list[str] = []
+        self.sass_lines = 0
         self._last_progress = 0.0
 
     # ---- the run ---------------------------------------------------------------------------------
@@ -186,12 +191,15 @@ class Session:
             self.writer.abort()
             raise AppError(f"{self.program}: ran without loading teg's libcudart.so.13 (exit status {status}); "
                            "an RPATH in the program may point at the real CUDA runtime: rebuild without it")
+        if self.sass_texts:
+            (self.writer.tmp / SASS_FILE).write_text("".join(self.sass_texts))
         self.writer.meta["memcpy"] = [list(m) for m in self.memcpy]
         self.writer.meta["application"] = {
             "command": self.command, "program": str(self.program), "exit_status": status,
             "machine": self.machine.name if self.machine is not None else None,
             "launches": self.launch_count, "traced": len(self.traced), "launch_selection": self.launch_spec,
-            "warp_instructions": self.rows_total, "faults": self.faults, "traced_launches": self.traced}
+            "warp_instructions": self.rows_total, "faults": self.faults,
+            "sass": SASS_FILE if self.sass_texts else None, "traced_launches": self.traced}
         self.writer.commit()
         self._say(f"{self.launch_count} launch{'es' if self.launch_count != 1 else ''} ({len(self.traced)} traced), "
                   f"{self.rows_total:,} warp instructions emulated in {self.emulated_s:.1f} s ({wall:.1f} s in all); "
@@ -483,13 +491,27 @@ class Session:
         if k.compiled is None:
             m = k.module
             if m.programs is None:
-                from teg.sass import parse_file
-                m.programs = {p.name: p for p in parse_file(m.cubin)}
+                m.programs = self._disassemble(m)
             prog = m.programs.get(k.name)
             if prog is None:
                 raise Stop(f"kernel {k.name}: no SASS for it in the disassembly of module {m.id}")
             k.compiled = Compiled.of(prog, k.image)
         return k.compiled
+
+    def _disassemble(self, m: Module) -> dict:
+        """The kernels of ``m``'s cubin, disassembled by cuobjdump; the listing is appended to the
+        output's ``program.sass`` (and parsed as lines of that file, so messages name its lines)."""
+        from teg.sass.parser import parse_text
+        from teg.sass.reader import disassemble
+
+        text = disassemble(m.cubin)
+        if not text.endswith("\n"):
+            text += "\n"
+        source = str(self.out / SASS_FILE)
+        programs = parse_text("\n" * self.sass_lines + text, source=source)
+        self.sass_texts.append(text)
+        self.sass_lines += text.count("\n")
+        return {p.name: p for p in programs}
 
     def _banks(self, k: Kernel) -> dict[int, bytes]:
         """The kernel's constant banks with the module's ``__constant__`` banks read from device
