@@ -296,7 +296,7 @@ def check_launch(prog: Program, image: KernelImage, grid, block, shmem: int, max
 
 
 def emulate(prog: Program, image: KernelImage, grid, block, args: list, shmem: int = 0,
-            initial_rows: int = 1 << 22, max_rows: int = 64_000_000) -> EmulationResult:
+            initial_rows: int = 1 << 20, max_rows: int = 64_000_000) -> EmulationResult:
     """Run ``prog`` for the launch ``grid`` × ``block`` with ``args`` (specs or values, see
     :mod:`teg.emu.args`) and ``shmem`` bytes of dynamic shared memory. A launch that executes more
     than ``max_rows`` warp instructions stops with an error (an endless loop, or a launch too big
@@ -320,7 +320,7 @@ def emulate(prog: Program, image: KernelImage, grid, block, args: list, shmem: i
 
 # ---- running a launch with the trace streamed out in whole blocks --------------------------------
 
-CHUNK_ROWS = 1 << 22          # trace rows held before the finished blocks' rows are handed on
+CHUNK_ROWS = 1 << 20          # trace rows held before the finished blocks' rows are handed on
 ADDRS_PER_ROW = 8             # address slots per row slot (a memory row of a full warp takes 32)
 
 
@@ -440,7 +440,7 @@ def expand_rows(compiled: Compiled, info: KernelInfo, rw, ri, rm, rna, addrs):
         firsts = np.zeros(len(order) + 1, np.int64)
         np.cumsum(c_sorted, out=firsts[1:])
         gather = np.repeat(starts[:-1][order] - firsts[:-1], c_sorted) + np.arange(total, dtype=np.int64)
-        addresses = addrs[gather].astype(np.uint64)
+        addresses = addrs[gather]
     else:
         addresses = np.zeros(0, np.uint64)
     warp = rw[order].astype(np.int32)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+from dataclasses import replace
 
 from teg.sass.errors import OperandError
 from teg.sass.program import Operand
@@ -285,10 +286,11 @@ def parse_operand(text: str, space: str | None = None) -> Operand:
 
     if "[" in core:
         m = _BRACKETS.match(core)
-        if m is None or inv:
+        if m is None or (inv and (text[0] != "~" or m.group(1) not in ("c", "cx"))):
             raise OperandError(f"bad bracketed operand {text!r}")
         groups = m.group(2)[1:-1].split("][")
-        return _bracket_operand(m.group(1), groups, m.group(3), text, space, neg, absolute)
+        op = _bracket_operand(m.group(1), groups, m.group(3), text, space, neg, absolute)
+        return replace(op, inverted=True) if inv else op      # ~c[0x0][0x164]: the bitwise complement
 
     value = _number(core)
     if value is not None:
