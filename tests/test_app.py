@@ -256,6 +256,16 @@ def test_launch_selection_traces_some_and_runs_all(built, tmp_path, capfd):
     assert [k["info"]["kernel_id"] for k in json.loads((tmp_path / "c" / "meta.json").read_text())["kernels"]] == [5]
 
 
+def test_stop_after_keeps_the_first_launches(built, tmp_path, capfd):
+    status, out, err = run_app([built["pipeline_sm_75"], N], tmp_path / "t", capfd, stop_after=2)
+    assert status == 0 and "teg stopped the program after launch 2 (--stop-after)" in err
+    assert "positives" not in out                           # the program ended inside launch 2
+    meta = json.loads((tmp_path / "t" / "meta.json").read_text())
+    assert [k["info"]["kernel_id"] for k in meta["kernels"]] == [1, 2]
+    app = meta["application"]
+    assert app["stopped_after"] == 2 and app["exit_status"] is None and app["launches"] == 2
+
+
 # ---- faults, refusals, limits ---------------------------------------------------------------------
 
 def test_fault_reaches_the_program_and_teg_names_it(built, tmp_path, capfd):

@@ -111,7 +111,7 @@ static uint32_t rpc(uint32_t type, const void *a, size_t an, const void *b, size
         left -= k;
     }
     pthread_mutex_unlock(&rpc_lock);
-    if (r.status == ST_TERMINATE) { fflush(NULL); _exit(r.code ? (int)r.code : 2); }
+    if (r.status == ST_TERMINATE) { fflush(NULL); _exit((int)r.code); }
     if (got) *got = r.len;
     if (code) *code = r.code;
     return r.status;

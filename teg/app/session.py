@@ -96,7 +96,7 @@ class Session:
 
     def __init__(self, argv: list[str], out: Path, machine: str | None = None, launches: str | None = None,
                  max_instructions: int = 64_000_000, estimate: bool = False, force: bool = False,
-                 device_memory: int | None = None, progress: bool | None = None):
+                 device_memory: int | None = None, progress: bool | None = None, stop_after: int | None = None):
         from teg.analysis.application import ApplicationError, kernel_matcher
         from teg.app.program import check, resolve
 
@@ -124,6 +124,10 @@ class Session:
             raise AppError(f"--max-instructions {max_instructions}: must be at least 1")
         self.estimate = estimate
         self.force = force
+        self.stop_after = stop_after
+        if stop_after is not None and stop_after < 1:
+            raise AppError(f"--stop-after {stop_after}: must be at least 1")
+        self.stopped_after: int | None = None
         self.device_memory = int(device_memory) if device_memory else default_size()
         self.progress = sys.stderr.isatty() if progress is None else progress
         self.modules: list[Module] = []
@@ -180,7 +184,9 @@ class Session:
             shutil.rmtree(self.work, ignore_errors=True)
         self._clear_progress()
         wall = time.perf_counter() - start
-        if status < 0:
+        if self.stopped_after is not None:
+            status = None
+        elif status < 0:
             name = signal.Signals(-status).name if -status in signal.Signals._value2member_map_ else str(-status)
             self._say(f"the program was killed by signal {-status} ({name})")
             status = 128 - status
@@ -197,13 +203,18 @@ class Session:
         self.writer.meta["application"] = {
             "command": self.command, "program": str(self.program), "exit_status": status,
             "machine": self.machine.name if self.machine is not None else None,
+            "stopped_after": self.stopped_after,
             "launches": self.launch_count, "traced": len(self.traced), "launch_selection": self.launch_spec,
             "warp_instructions": self.rows_total, "faults": self.faults,
             "sass": SASS_FILE if self.sass_texts else None, "traced_launches": self.traced}
         self.writer.commit()
+        end = (f"teg stopped the program after launch {self.stopped_after} (--stop-after)" if status is None
+               else f"the program exited with status {status}")
         self._say(f"{self.launch_count} launch{'es' if self.launch_count != 1 else ''} ({len(self.traced)} traced), "
                   f"{self.rows_total:,} warp instructions emulated in {self.emulated_s:.1f} s ({wall:.1f} s in all); "
-                  f"trace {self.out}; the program exited with status {status}")
+                  f"trace {self.out}; {end}")
+        if status is None:
+            return 0
         if self.faults and status == 0:
             self._say("a kernel faulted but the program exited with status 0: teg exits 1")
             return 1
@@ -472,6 +483,9 @@ class Session:
         self.launch_count += 1
         lid = self.launch_count
         fault = self._run_launch(k, lid, grid, block, int(shmem), int(stream), params)
+        if lid == self.stop_after:
+            self.stopped_after = lid
+            return TERM, 0, b""                # the program exits (status 0) inside this launch call
         return OK, 0, struct.pack("<IId", fault, 0, self.clock_us)
 
     def _selected(self, k: Kernel, lid: int) -> bool:

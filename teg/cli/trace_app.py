@@ -20,6 +20,8 @@ from teg.cli.trace import trace_group
               "occupancy, which SASS of the fatbinary runs); default: the table of the newest SASS the program has")
 @click.option("--launches", default=None, help="launches to trace: ids and ranges counted from 1 (1-100,205), "
               "re:PATTERN or a substring of the kernel name; the others run untraced (default: all)")
+@click.option("--stop-after", type=int, default=None, help="stop the program once launch N has run (the traces "
+              "so far are written; teg exits 0): the first launches of a long program")
 @click.option("--max-instructions", default=64_000_000, show_default=True, type=int,
               help="stop the program when one launch executes more warp instructions (endless loops)")
 @click.option("--estimate", is_flag=True, help="estimate every launch, so cudaEventElapsedTime returns teg's "
@@ -29,7 +31,7 @@ from teg.cli.trace import trace_group
 @click.option("--force", is_flag=True, help="replace OUT even if it is a file teg did not write")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 @user_errors
-def trace_app(out: Path, machine, launches, max_instructions, estimate, device_memory, force, command) -> None:
+def trace_app(out: Path, machine, launches, stop_after, max_instructions, estimate, device_memory, force, command) -> None:
     """Run PROGRAM [ARGS...] with teg's CUDA runtime in place of libcudart.so.13: the host code runs
     natively, every kernel launch runs in teg's emulator on the program's own data. The program's
     output passes through; teg exits with the program's exit status (2 when teg stops it: an API
@@ -39,5 +41,6 @@ def trace_app(out: Path, machine, launches, max_instructions, estimate, device_m
 
     memory = int(device_memory * (1 << 30)) if device_memory else None
     status = Session(list(command), out, machine=machine, launches=launches, max_instructions=max_instructions,
-                     estimate=estimate, force=force, device_memory=memory).run()
+                     estimate=estimate, force=force, device_memory=memory,
+                     stop_after=stop_after).run()
     sys.exit(status)
