@@ -39,6 +39,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from teg import TegError
 from teg.app import protocol as P
 from teg.app.device import (DEFAULT_SHARED_PER_BLOCK, attribute, func_attributes, max_threads, properties)
@@ -72,6 +74,8 @@ class Module:
     cubin: Path | None = None
     storage: dict[str, int] = field(default_factory=dict)     # variable section → heap offset
     text_refs: dict[str, list[str]] = field(default_factory=dict)   # kernel → symbols its code holds
+    unresolved: dict[tuple[int, int], str] = field(default_factory=dict)  # (bank, offset) → function named
+    unresolved_data: list[str] = field(default_factory=list)   # functions whose address a variable holds
     programs: dict | None = None      # kernel name → teg.sass.Program (disassembled on first launch)
 
 
@@ -322,7 +326,15 @@ class Session:
                 continue
             if r.section not in m.storage:
                 continue
-            if r.type not in (R_CUDA_64, R_CUDA_G64) or not is_module_data(r.symbol.section):
+            if not is_module_data(r.symbol.section):
+                # a function's address (vprintf for device printf, a __device__ function): left 0;
+                # a kernel that reads it is refused at its launch
+                if r.section.startswith(".nv.constant"):
+                    m.unresolved[(int(r.section[len(".nv.constant"):]), r.offset)] = r.symbol.name
+                else:
+                    m.unresolved_data.append(r.symbol.name)
+                continue
+            if r.type not in (R_CUDA_64, R_CUDA_G64):
                 raise Stop(f"module {m.id}: relocation type {r.type} of {r.symbol.name} in {r.section} is not "
                            "supported by teg")
             place = m.storage[r.section] + r.offset
@@ -510,7 +522,30 @@ class Session:
             if prog is None:
                 raise Stop(f"kernel {k.name}: no SASS for it in the disassembly of module {m.id}")
             k.compiled = Compiled.of(prog, k.image)
+            self._check_references(k)
         return k.compiled
+
+    def _check_references(self, k: Kernel) -> None:
+        """Refuse a kernel that reads the address of a function teg does not provide (device-side
+        printf reads vprintf's from bank 4) or whose module initialises variables with function
+        addresses (function-pointer tables): the emulator has no code at those addresses."""
+        from teg.emu import ops as O
+
+        m, lw = k.module, k.compiled.lowered
+        names = set(m.unresolved_data)
+        if m.unresolved:
+            banks = {b for b, _ in m.unresolved}
+            for r, c in zip(*np.nonzero(lw.okind == O.K_CONST)):
+                name = m.unresolved.get((int(lw.oreg[r, c]), int(lw.oval[r, c])))
+                if name is not None:
+                    names.add(name)
+            cidx = lw.okind == O.K_CIDX
+            if cidx.any() and banks & {int(b) for b in (lw.oflag[cidx] >> 24) & 0xFF}:
+                names.update(m.unresolved.values())
+        if names:
+            what = ", ".join(sorted(names))
+            why = "device-side printf" if names == {"vprintf"} else "function addresses"
+            raise Stop(f"kernel {k.name} uses {what} ({why}), which teg does not emulate")
 
     def _disassemble(self, m: Module) -> dict:
         """The kernels of ``m``'s cubin, disassembled by cuobjdump; the listing is appended to the
