@@ -159,16 +159,18 @@ class Session:
 
         fileio.prepare(self.out, replaceable, self.force)          # refuse before running, not after
         libdir = library_dir()
-        self.work = Path(tempfile.mkdtemp(prefix="teg-app-"))
-        self.heap = DeviceHeap(self.device_memory)
-        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        env = dict(os.environ)
-        env["LD_LIBRARY_PATH"] = os.pathsep.join([str(libdir)] + ([env["LD_LIBRARY_PATH"]] if env.get("LD_LIBRARY_PATH") else []))
-        env[P.ENV_SOCKET], env[P.ENV_MEMFD], env[P.ENV_MEMSIZE] = str(child.fileno()), str(self.heap.fd), str(self.heap.size)
         self.writer = TraceWriter(self.out, source=str(self.program), force=self.force)
-        proc = None
+        self.work = Path(tempfile.mkdtemp(prefix="teg-app-"))
+        self.heap = parent = child = proc = None
         start = time.perf_counter()
         try:
+            self.heap = DeviceHeap(self.device_memory)
+            parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+            env = dict(os.environ)
+            env["LD_LIBRARY_PATH"] = os.pathsep.join([str(libdir)] + ([env["LD_LIBRARY_PATH"]]
+                                                                       if env.get("LD_LIBRARY_PATH") else []))
+            env[P.ENV_SOCKET], env[P.ENV_MEMFD] = str(child.fileno()), str(self.heap.fd)
+            env[P.ENV_MEMSIZE] = str(self.heap.size)
             proc = subprocess.Popen(self.argv, executable=str(self.program.resolve()), env=env,
                                     pass_fds=(child.fileno(), self.heap.fd))
             child.close()
@@ -181,10 +183,11 @@ class Session:
             self.writer.abort()
             raise
         finally:
-            parent.close()
-            if child.fileno() >= 0:
-                child.close()
-            self.heap.close()
+            for end in (parent, child):
+                if end is not None and end.fileno() >= 0:
+                    end.close()
+            if self.heap is not None:
+                self.heap.close()
             shutil.rmtree(self.work, ignore_errors=True)
         self._clear_progress()
         wall = time.perf_counter() - start
