@@ -371,21 +371,26 @@ def test_runtime_library_exports_every_cudart_function_with_its_version(tmp_path
     assert defined - set(names) <= {"libcudart.so.13"}         # nothing else leaks out
     soname = subprocess.run(["readelf", "-d", str(lib)], capture_output=True, text=True, check=True).stdout
     assert f"[{SONAME}]" in soname
-    real = Path("/usr/local/cuda/lib64/libcudart.so.13")
-    if real.is_file():                                          # the list is the real library's
+    top = _cuda_top()
+    real = next((top / d / "libcudart.so.13" for d in ("lib64", "lib") if top and (top / d / "libcudart.so.13").is_file()),
+                None)
+    if real is not None:                                        # the list is the real library's
         rdyn = subprocess.run(["readelf", "--dyn-syms", "-W", str(real)], capture_output=True, text=True).stdout
         rnames = {m.group(1) for m in re.finditer(r"FUNC\s+GLOBAL\s+DEFAULT\s+\d+\s+(\S+)@@libcudart\.so\.13$",
                                                    rdyn, re.M)}
         assert rnames == set(names)
 
 
+def _cuda_top() -> Path | None:
+    """The CUDA toolkit nvcc runs from (its ``TOP`` in ``nvcc --dryrun``)."""
+    proc = subprocess.run(["nvcc", "--dryrun", "-c", "-x", "cu", "/dev/null"], capture_output=True, text=True, timeout=60)
+    m = re.search(r"^#\$ TOP=(.+)$", proc.stdout + proc.stderr, re.M)
+    return Path(m.group(1).strip()).resolve() if m else None
+
+
 def _cuda_include() -> Path | None:
-    nvcc = shutil.which("nvcc")
-    for base in [Path(os.environ.get("CUDA_HOME", "/nonexistent")), Path("/usr/local/cuda")] + \
-            ([Path(os.path.realpath(nvcc)).parent.parent] if nvcc else []):
-        if (base / "include" / "cuda_runtime_api.h").is_file():
-            return base / "include"
-    return None
+    top = _cuda_top()
+    return top / "include" if top and (top / "include" / "cuda_runtime_api.h").is_file() else None
 
 
 def test_struct_layouts_match_cuda_13_headers(tmp_path):
