@@ -27,8 +27,20 @@ ARCHS = ("sm_75", "sm_90")
 N = 1000
 THREADS = 128
 
+def _have(tool: str) -> bool:
+    from teg.sass.binaries import find_tool
+    from teg.sass.errors import ToolNotFoundError
+
+    try:
+        find_tool(tool)
+    except ToolNotFoundError:
+        return False
+    return True
+
+
 pytestmark = [pytest.mark.nvcc,
               pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed"),
+              pytest.mark.skipif(not _have("cuobjdump"), reason="cuobjdump not installed"),
               pytest.mark.skipif(shutil.which(os.environ.get("CC", "cc")) is None and shutil.which("gcc") is None,
                                  reason="no C compiler")]
 
