@@ -306,10 +306,22 @@ def _mem_fault(err, code, ins, tid, addr):
 
 @njit(cache=True)
 def _gofs(addr, width, alo, ahi):
-    """Offset of a global access in the heap, or -1 when it is not inside one allocation."""
-    for j in range(alo.shape[0]):
-        if addr >= alo[j] and addr + width <= ahi[j]:
-            return addr - alo[0]
+    """Offset of a global access in the heap, or -1 when it is not inside one allocation. The
+    ranges ``[alo[j], ahi[j])``, ``j >= 1``, are ascending and disjoint (``alo[0] == ahi[0]`` is the
+    heap's base): a binary search finds the last one starting at or below ``addr`` (a program
+    under ``teg trace app`` may hold hundreds of allocations)."""
+    lo = 1
+    hi = alo.shape[0] - 1
+    j = 0
+    while lo <= hi:
+        mid = (lo + hi) >> 1
+        if alo[mid] <= addr:
+            j = mid
+            lo = mid + 1
+        else:
+            hi = mid - 1
+    if j > 0 and addr + width <= ahi[j]:
+        return addr - alo[0]
     return -1
 
 

@@ -233,8 +233,8 @@ def _static_columns(prog: Program, lw: Lowered):
 @dataclass
 class GlobalMemory:
     """Device memory as one launch sees it: ``heap`` (bytes; byte 0 is address ``lo[0]``) and the
-    address ranges an access may touch, ``[lo[i], hi[i])`` for ``i >= 1`` (``lo[0] == hi[0]``, the
-    heap's base). ``describe(address)`` names the ranges for a fault message."""
+    address ranges an access may touch, ``[lo[i], hi[i])`` for ``i >= 1``, ascending and disjoint
+    (``lo[0] == hi[0]``, the heap's base). ``describe(address)`` names the ranges for a fault message."""
 
     heap: np.ndarray
     lo: np.ndarray
