@@ -118,6 +118,8 @@ def expected_lines(n: int = N) -> list[str]:
     lines = [f"sum {b} {s:.6e}" for b, s in enumerate(r["sums"])]
     lines += [f"positives {r['positives']}", f"dsum {r['d1'].sum():.10e}", f"d7 {r['d1'][7]:.17g}"]
     lines.append("globals 20.0 31.0 42.0 61.0 managed 69")
+    # table_ptr[t % 3] · t halved and table_ptr[t % 3] · (t + 1) quadrupled, t = 3 and 31 (FMUL.D2, FMUL.M4)
+    lines.append(f"scaled {0.5 * 20 * 3:.2f} {0.5 * 30 * 31:.2f} {20 * 4 * 4.0:.2f} {30 * 32 * 4.0:.2f}")
     return lines
 
 

@@ -999,9 +999,10 @@ def _x_r2p(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
 @njit(cache=True)
 def _x_fadd(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf):
     """FADD d = a + b, FMUL d = a·b, FFMA d = a·b + c (fused) in float32 (m0 rounding, m1 .FTZ on
-    inputs and result, m2 .SAT)."""
+    inputs and result, m2 .SAT, m3 the scale .D2 … .M8 as a power of two applied before rounding:
+    the product of two floats is exact in double, so is its scaling)."""
     op = code[pc, O.C_OP]
-    m0, m1, m2, _, _ = _mods(code, pc)
+    m0, m1, m2, m3, _ = _mods(code, pc)
     k1, r1, v1, f1 = _opnd(okind, oreg, oval, oflag, pc, 1)
     k2, r2, v2, f2 = _opnd(okind, oreg, oval, oflag, pc, 2)
     k3, r3, v3, f3 = _opnd(okind, oreg, oval, oflag, pc, 3)
@@ -1025,6 +1026,8 @@ def _x_fadd(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf):
                 if m1:
                     z = ftz32(z)
                 d = fma(x, y, z)
+            if m3 != 0:
+                d = d * 2.0 ** m3
             res = round_f32_bits(d, m0, su, sf)
             if m1 or m2:
                 fr = f32_of(res, su, sf)

@@ -251,9 +251,9 @@ def _decode(ins: Instruction) -> tuple[int, int, list[int], str]:
         return O.OP_SGXT, uniform, m, prec
     if name in ("FADD", "FMUL", "FFMA"):
         m[0], m[1], m[2] = _round(mods), int("FTZ" in mods), int("SAT" in mods)
-        for k in ("D2", "D4", "D8", "M2", "M4", "M8"):
-            if k in mods:
-                raise UnsupportedInstruction(f"scale modifier .{k}")
+        # FMUL.D2 (cfd's sm_75 code) … .M8: the result times 2^m3 before it is rounded
+        m[3] = next((e for k, e in (("D2", -1), ("D4", -2), ("D8", -3), ("M2", 1), ("M4", 2), ("M8", 3))
+                     if k in mods), 0)
         return {"FADD": O.OP_FADD, "FMUL": O.OP_FMUL, "FFMA": O.OP_FFMA}[name], uniform, m, "f32"
     if name == "FMNMX":
         m[1] = int("FTZ" in mods)
