@@ -99,7 +99,7 @@ class Session:
     """One run of one program (see the module docstring)."""
 
     def __init__(self, argv: list[str], out: Path, machine: str | None = None, launches: str | None = None,
-                 max_instructions: int = 64_000_000, estimate: bool = False, force: bool = False,
+                 max_instructions: int = 500_000_000, estimate: bool = False, force: bool = False,
                  device_memory: int | None = None, progress: bool | None = None, stop_after: int | None = None):
         from teg.analysis.application import ApplicationError, kernel_matcher
         from teg.app.program import check, resolve

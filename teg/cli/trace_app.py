@@ -22,7 +22,7 @@ from teg.cli.trace import trace_group
               "re:PATTERN or a substring of the kernel name; the others run untraced (default: all)")
 @click.option("--stop-after", type=int, default=None, help="stop the program once launch N has run (the traces "
               "so far are written; teg exits 0): the first launches of a long program")
-@click.option("--max-instructions", default=64_000_000, show_default=True, type=int,
+@click.option("--max-instructions", default=500_000_000, show_default=True, type=int,
               help="stop the program when one launch executes more warp instructions (endless loops)")
 @click.option("--estimate", is_flag=True, help="estimate every launch, so cudaEventElapsedTime returns teg's "
               "estimated time between the events (without it: 0 ms; copies take no time either way)")
