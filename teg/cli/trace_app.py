@@ -29,7 +29,7 @@ from teg.cli.trace import trace_group
 @click.option("--device-memory", type=float, default=None,
               help="GiB of device memory the program sees (default: this machine's RAM, at most 64)")
 @click.option("--force", is_flag=True, help="replace OUT even if it is a file teg did not write")
-@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED, metavar="-- PROGRAM [ARGS]...")
 @user_errors
 def trace_app(out: Path, machine, launches, stop_after, max_instructions, estimate, device_memory, force, command) -> None:
     """Run PROGRAM [ARGS...] with teg's CUDA runtime in place of libcudart.so.13: the host code runs
