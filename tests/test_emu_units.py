@@ -64,6 +64,7 @@ def test_cubin_rejects_non_elf(tmp_path):
     ("c[0x0][0x210]", "int", (O.K_CONST, 0, 0x210, 0)),
     ("c[0x0][RZ]", "int", (O.K_CONST, 0, 0, 0)),
     ("c[0x3][R2+0x8]", "int", (O.K_CIDX, 2, 8, 3 << 24)),
+    ("~c[0x0][0x164]", "int", (O.K_CONST, 0, 0x164, O.F_NOT)),
     ("[R2.64+0x10]", "int", (O.K_MEM, 2, 16, O.F_WIDE)),
     ("desc[UR4][R2.64+-0x4]", "int", (O.K_MEM, 2, -4, O.F_WIDE)),
     ("[R9.X4]", "int", (O.K_MEM, 9, 0, 2 << O.F_SCALE_SHIFT)),

@@ -306,10 +306,22 @@ def _mem_fault(err, code, ins, tid, addr):
 
 @njit(cache=True)
 def _gofs(addr, width, alo, ahi):
-    """Offset of a global access in the heap, or -1 when it is not inside one allocation."""
-    for j in range(alo.shape[0]):
-        if addr >= alo[j] and addr + width <= ahi[j]:
-            return addr - alo[0]
+    """Offset of a global access in the heap, or -1 when it is not inside one allocation. The
+    ranges ``[alo[j], ahi[j])``, ``j >= 1``, are ascending and disjoint (``alo[0] == ahi[0]`` is the
+    heap's base): a binary search finds the last one starting at or below ``addr`` (a program
+    under ``teg trace app`` may hold hundreds of allocations)."""
+    lo = 1
+    hi = alo.shape[0] - 1
+    j = 0
+    while lo <= hi:
+        mid = (lo + hi) >> 1
+        if alo[mid] <= addr:
+            j = mid
+            lo = mid + 1
+        else:
+            hi = mid - 1
+    if j > 0 and addr + width <= ahi[j]:
+        return addr - alo[0]
     return -1
 
 
@@ -1219,13 +1231,13 @@ def _x_s2r(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, block_xyz, cx
             tx = t % bx
             ty = (t // bx) % by
             tz = t // (bx * by)
-            v = _sreg(v1, t, tx, ty, tz, cx, cy, cz, l, cnt[0]) if k1 == O.K_SREG else 0
+            v = _sreg(v1, t, tx, ty, tz, cx, cy, cz, l, cnt[0] + cnt[2]) if k1 == O.K_SREG else 0
             if op == O.OP_CS2R and v1 == 14:
                 v = 0
             if r0 != O.RZ_ROW and r0 != O.URZ_ROW:
                 regs[w, r0, l] = np.uint32(v & M32)
                 if op == O.OP_CS2R and m0 == 8:
-                    hi = _sreg(13, t, tx, ty, tz, cx, cy, cz, l, cnt[0]) if v1 == 12 else 0
+                    hi = _sreg(13, t, tx, ty, tz, cx, cy, cz, l, cnt[0] + cnt[2]) if v1 == 12 else 0
                     regs[w, r0 + 1, l] = np.uint32(hi)
     return 0
 

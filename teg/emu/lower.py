@@ -439,6 +439,11 @@ def lower(program: Program) -> Lowered:
             code[i, O.C_GINV] = int(g.startswith("!"))
         target = ins.branch_target
         operands = [o for o in ins.operands if o.text.strip()]
+        if op == O.OP_CALL and any(o.kind == "reg" for o in operands):
+            # CALL.REL.NOINC R6 0x0: a call through a function pointer (its target is in R6)
+            code[i, O.C_OP] = -1
+            unsupported[i] = "an indirect call through a register (a function pointer)"
+            continue
         if len(operands) > O.MAX_OPS:
             code[i, O.C_OP] = -1
             unsupported[i] = f"{len(operands)} operands"
@@ -458,7 +463,11 @@ def lower(program: Program) -> Lowered:
         if op in (O.OP_HADD2, O.OP_HMUL2, O.OP_HFMA2):
             _pack_half_immediates(operands, okind[i], oreg[i], oval[i], oflag[i])
         _canonicalize(op, okind[i], oreg[i], oval[i], oflag[i])
-        if "E" in ins.modifiers and op in (O.OP_LD, O.OP_ST, O.OP_ATOM, O.OP_LDGSTS) and mods[0] == O.SP_GLOBAL:
+        # the parser leaves an address register 32-bit under .E only for [R0.U32+UR4] (the uniform
+        # pair is the base there)
+        u32_index = any(o.kind == "mem" and o.reg >= 0 and o.ureg >= 0 and o.wide == 1 for o in operands)
+        if ("E" in ins.modifiers and op in (O.OP_LD, O.OP_ST, O.OP_ATOM, O.OP_LDGSTS) and mods[0] == O.SP_GLOBAL
+                and not u32_index):
             # .E: 64-bit global addressing — the address register is a pair even where the listing
             # omits ".64" (ATOMG.E.CAS … [R4+0x4])
             for k in range(1 if op == O.OP_LDGSTS else 0, O.MAX_OPS):

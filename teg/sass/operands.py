@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+from dataclasses import replace
 
 from teg.sass.errors import OperandError
 from teg.sass.program import Operand
