@@ -1,0 +1,94 @@
+"""Helpers for tests that run ``teg`` in real processes and stop them at a chosen point: a child
+that pauses at the n-th call of a function until the test lets it go on (interleavings of
+concurrent runs made deterministic), and bounded waits. Every wait has a time limit, so a broken
+interleaving fails the test instead of hanging it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+# argv: MODULE:ATTR N SIGNAL_DIR TAG teg-arguments…  At the N-th call of MODULE.ATTR the child
+# creates SIGNAL_DIR/TAG.at and waits (at most 120 s) for SIGNAL_DIR/TAG.go, then calls through.
+PAUSER = r"""
+import importlib, os, sys, time
+where, after, sig, tag = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+mod, attr = where.split(":")
+owner = importlib.import_module(mod)
+path = attr.split(".")
+for part in path[:-1]:
+    owner = getattr(owner, part)
+orig = getattr(owner, path[-1])
+calls = [0]
+def hook(*a, **k):
+    calls[0] += 1
+    if calls[0] == after:
+        open(os.path.join(sig, tag + ".at"), "w").close()
+        t0 = time.monotonic()
+        while not os.path.exists(os.path.join(sig, tag + ".go")):
+            if time.monotonic() - t0 > 120:
+                os._exit(99)
+            time.sleep(0.02)
+    return orig(*a, **k)
+setattr(owner, path[-1], hook)
+from teg.cli import main
+main(sys.argv[5:], prog_name="teg")
+"""
+
+TEG = "from teg.cli import main; main(prog_name='teg')"
+
+
+def teg_proc(args: list, env: dict | None = None, **kw) -> subprocess.Popen:
+    """``teg ARGS`` in a child process (output captured)."""
+    argv = [a if isinstance(a, bytes) else os.fsencode(str(a)) for a in args]
+    return subprocess.Popen([sys.executable, "-c", TEG, *argv],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, **kw)
+
+
+def paused_proc(where: str, after: int, sig: Path, tag: str, args: list, env: dict | None = None) -> subprocess.Popen:
+    """``teg ARGS`` in a child that pauses at the ``after``-th call of ``where`` (module docstring)."""
+    return subprocess.Popen([sys.executable, "-c", PAUSER, where, str(after), str(sig), tag, *map(str, args)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+
+
+def wait_for(path: Path, proc: subprocess.Popen | None = None, timeout: float = 120.0) -> None:
+    """Wait until ``path`` exists (the child reached its pause); fail if ``proc`` ends first."""
+    t0 = time.monotonic()
+    while not Path(path).exists():
+        if proc is not None and proc.poll() is not None:
+            out, err = proc.communicate()
+            raise AssertionError(f"child ended ({proc.returncode}) before reaching {path}: {err.decode()[-2000:]}")
+        if time.monotonic() - t0 > timeout:
+            raise AssertionError(f"timed out waiting for {path}")
+        time.sleep(0.02)
+
+
+def release(sig: Path, tag: str) -> None:
+    (Path(sig) / f"{tag}.go").touch()
+
+
+def finish(proc: subprocess.Popen, timeout: float = 120.0) -> tuple[int, str, str]:
+    """Exit code, stdout and stderr of a child (killed and failed if it runs past ``timeout``)."""
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        raise AssertionError(f"child still running after {timeout} s: {err.decode(errors='replace')[-2000:]}")
+    return proc.returncode, out.decode(errors="replace"), err.decode(errors="replace")
+
+
+def env_with(**extra) -> dict:
+    env = dict(os.environ)
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+def dead_pid() -> int:
+    """The PID of a process that has exited and been reaped (no process has it now)."""
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return p.pid
