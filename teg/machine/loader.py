@@ -38,7 +38,7 @@ class MachineTableError(TegError):
     """A machine table that cannot be read, resolved or validated."""
 
 
-_CACHE: dict[str, tuple[tuple[tuple[str, int], ...], Machine]] = {}
+_CACHE: dict[str, tuple[tuple[tuple[str, str], ...], Machine]] = {}
 
 
 # --------------------------------------------------------------------------------------------
@@ -187,15 +187,19 @@ def _extends_path(ext: Any, current: Path, lines: dict) -> Path:
     return shipped.resolve()
 
 
-def _mtime(p: Path | str) -> int:
+def _mtime(p: Path | str) -> str:
+    """The file's fingerprint (:func:`teg.trace.digest.fingerprint`: it changes on every edit, also
+    one that keeps the size and puts the modification time back), "" when it cannot be read."""
+    from teg.trace.digest import fingerprint
+
     try:
-        return os.stat(p).st_mtime_ns
+        return fingerprint(os.stat(p))
     except OSError:
-        return -1
+        return ""
 
 
 MAX_TABLE_BYTES = 1 << 20      # the shipped tables are 10-30 kB
-_FILES: dict[str, tuple[int, dict[str, Any], dict[tuple[str, ...], int]]] = {}
+_FILES: dict[str, tuple[str, dict[str, Any], dict[tuple[str, ...], int]]] = {}
 
 
 def _read(path: Path) -> tuple[dict[str, Any], dict[tuple[str, ...], int]]:

@@ -284,12 +284,11 @@ def trace_events(result: Result, inp: EngineInput, window: Window = Window(), op
     _block_events(ev, rec, r, inp, window)
     mem_tracks = _memory_events(ev, result.tx_record, inp, window)
     _track_names(ev, r, inp, meta.get("kernel"), units, unit_tracks, mem_tracks, S)
-    other = {"kernel": meta.get("kernel"), "machine": meta.get("machine"), "clock_mhz": meta.get("clock_mhz"),
-             "time_unit": "1 us of trace time = 1 cycle", "cycles": result.cycles,
+    other = {"generator": GENERATOR, "kernel": meta.get("kernel"), "machine": meta.get("machine"),
+             "clock_mhz": meta.get("clock_mhz"), "time_unit": "1 us of trace time = 1 cycle", "cycles": result.cycles,
              "window": [window.start, window.end], "options": options or {},
-             "dependency_model": meta.get("dependency_model"), "policy": meta.get("policy"),
-             "generator": "teg estimate --timeline"}
-    return {"traceEvents": ev.items, "otherData": other}
+             "dependency_model": meta.get("dependency_model"), "policy": meta.get("policy")}
+    return {"otherData": other, "traceEvents": ev.items}    # otherData first: its generator marks the file teg's
 
 
 def _memory_events(ev: _Events, tx: np.ndarray | None, inp: EngineInput, window: Window) -> list:
@@ -332,13 +331,36 @@ def _queue_depth(arrive: np.ndarray, start: np.ndarray) -> tuple[np.ndarray, np.
     return t[last], depth[last]
 
 
+GENERATOR = "teg estimate --timeline"
+
+
+def timeline_owned(path) -> bool:
+    """A timeline teg wrote (:mod:`teg.fileio` ownership): its first bytes carry ``otherData`` with
+    teg's generator."""
+    from teg.fileio import file_head
+
+    head = file_head(path)
+    return head.startswith(b'{"otherData":{"generator":"' + GENERATOR.encode() + b'"')
+
+
+def check_timeline_target(path, force: bool = False) -> None:
+    """Refuse, before any run, a timeline path teg may not write (:func:`teg.fileio.prepare`)."""
+    from teg import fileio
+
+    fileio.prepare(path, timeline_owned, force)
+
+
 def write_timeline(path, result: Result, inp: EngineInput, window: Window = Window(), options: dict | None = None,
-                   max_events: int = MAX_EVENTS) -> int:
-    """Write the trace-event JSON of :func:`trace_events` to ``path``; returns the number of events."""
+                   max_events: int = MAX_EVENTS, force: bool = False) -> int:
+    """Write the trace-event JSON of :func:`trace_events` to ``path`` through :mod:`teg.fileio`
+    (atomic; an existing file is replaced only if it is a timeline teg wrote, or with ``force``);
+    returns the number of events."""
+    from teg import fileio
+
     doc = trace_events(result, inp, window, options, max_events)
     try:
-        with open(path, "w") as f:
-            json.dump(doc, f, separators=(",", ":"))
+        with fileio.atomic_file(path, timeline_owned, force) as fh:
+            fh.write(json.dumps(doc, separators=(",", ":")).encode("utf-8"))
     except OSError as exc:
         raise TimelineError(f"{path}: cannot write the timeline: {exc.strerror or exc}") from None
     return len(doc["traceEvents"])

@@ -191,15 +191,11 @@ def speedup(warps: list[int], cycles: list[float]) -> list[float]:
     return [(w / w0) * t0 / t for w, t in pairs]
 
 
-_PNG_MARK = b"Software\x00teg "      # tEXt chunk save_png writes
-
-
 def png_by_teg(path: Path) -> bool:
-    """Whether ``path`` is a PNG that :func:`save_png` wrote (its ``Software`` text chunk)."""
-    from teg.fileio import file_head
+    """Whether ``path`` is a PNG teg drew (its ``Software`` text chunk: :data:`teg.fileio.png_owned`)."""
+    from teg.fileio import png_owned
 
-    head = file_head(path)
-    return head.startswith(b"\x89PNG") and _PNG_MARK in head
+    return png_owned(path)
 
 
 def save_png(fig, path: Path, dpi: int) -> None:
