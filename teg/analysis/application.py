@@ -150,9 +150,10 @@ def open_application(path: str | os.PathLike) -> Application:
     from teg.sass.demangle import demangle_all
     from teg.trace.native import is_native
 
+    from teg.trace import check_input
+
     p = Path(path)
-    if not p.exists():
-        raise FileNotFoundError(f"{p}: no such file or folder")
+    check_input(p)                 # a pipe or a device is refused by name before anything reads it
     app = _native_application(p) if is_native(p) else _accelsim_application(p)
     plain = demangle_all([k.name for k in app.kernels])
     app.kernels = [replace(k, demangled=plain.get(k.name)) for k in app.kernels]

@@ -53,7 +53,24 @@ def user_errors(fn):
     return wrapper
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+# Exit status of a run stopped by Ctrl-C (128 + SIGINT, as shells report it): neither an error (2)
+# nor an incomplete report (1).
+EXIT_INTERRUPTED = 130
+
+
+class TegGroup(click.Group):
+    """The ``teg`` group: Ctrl-C anywhere ends with one line and exit status 130 (click's own
+    "Aborted!" would exit 1, the status of an incomplete report)."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            click.echo("teg: interrupted", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+
+
+@click.group(cls=TegGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="teg")
 def main() -> None:
     """teg — estimate NVIDIA GPU kernel cycles from SASS + an instruction trace."""

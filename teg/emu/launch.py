@@ -111,6 +111,12 @@ def load_kernel(source: str | Path, kernel: str | None = None, arch: str = "sm_9
     source = Path(source)
     if not source.exists():
         raise EmulatorError(f"{source}: no such file")
+    from teg.textfile import TextFileError, check_regular
+
+    try:
+        check_regular(source, 1 << 34, "CUDA source or cubin")    # nvcc would wait on a pipe forever
+    except (TextFileError, IsADirectoryError) as exc:
+        raise EmulatorError(str(exc)) from None
     if source.suffix == ".cu":
         if work_dir is not None:
             return _read_kernel(compile_cu(source, arch, work_dir), source, kernel, sass)

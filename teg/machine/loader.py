@@ -161,6 +161,11 @@ def _locate(name_or_path: str | os.PathLike) -> Path:
     text = os.fspath(name_or_path)
     p = Path(text)
     if p.suffix in (".yaml", ".yml") or os.sep in text or "/" in text:
+        if p.exists() and not p.is_file():
+            from teg.fileio import stream_kind
+
+            raise MachineTableError(f"{p}: is a {stream_kind(p) or 'folder'}, not a machine table file (teg reads "
+                                    "regular files only)")
         if not p.is_file():
             raise MachineTableError(f"{p}: machine table file not found")
         return p.resolve()

@@ -114,11 +114,13 @@ def read_kernelslist(path: str | os.PathLike,
             if not s.endswith(TRACE_SUFFIXES):
                 raise TraceFormatError(f"{s}: not a post-processed .traceg[.xz] kernel trace "
                                        "(run Accel-Sim's post-traces-processing first)", str(p), n)
-            if not kf.is_file():
+            if not kf.exists():
                 if missing is not None:
                     missing.append((kf, n))
                     continue
                 raise TraceFormatError(f"kernel file {s} not found (looked for {kf})", str(p), n)
+            if missing is None:
+                _regular(kf)          # a pipe or device listed: refused by name (an application: that kernel fails)
             files.append(kf)
         else:
             raise TraceFormatError(f"unexpected line {s[:80]!r} (expected MemcpyHtoD,… or kernel-N.traceg)", str(p), n)
@@ -494,8 +496,6 @@ def accelsim_files(path: str | os.PathLike) -> tuple[list[Path], list[tuple[int,
     if str(p).endswith(".tracez"):
         raise TraceUnsupportedError(".tracez (Accel-Sim 2.0 binary) traces are not supported; convert with traceDsm", str(p))
     files, memcpy = read_kernelslist(p)
-    for f in files:
-        _regular(f)
     return files, memcpy, p
 
 

@@ -42,9 +42,13 @@ class Row:
 
 def load_document(path: str | os.PathLike, kind: str) -> dict:
     """Read a measured (``kind="measured"``) or predicted validation JSON and check its shape."""
+    from teg.textfile import TextFileError, read_text
+
     p = Path(path)
     try:
-        doc = json.loads(p.read_text())
+        doc = json.loads(read_text(p, 1 << 28, f"{kind} validation document"))   # a regular file: a pipe never ends
+    except TextFileError as exc:
+        raise ValidationDataError(str(exc)) from None
     except json.JSONDecodeError as exc:
         raise ValidationDataError(f"{p}:{exc.lineno}: not valid JSON: {exc.msg}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("cases"), list):
