@@ -308,7 +308,9 @@ def test_paths_that_are_not_utf8(tmp_path):
     env = env_with(TEG_CACHE_DIR=os.fsdecode(base + b"/cache\xff"))
     for args in (["trace", "info", base + b"/mm"], ["trace", "info", base + b"/k.npz"],
                  ["estimate", "--trace", base + b"/k.npz", "--sass", BUNDLED.parent / "matmul_abt.sm_90.sass"],
-                 ["trace", "convert", base + b"/mm", base + b"/out\xfe.npz"], ["trace", "cache"]):
+                 ["trace", "convert", base + b"/mm", base + b"/out\xfe.npz"], ["trace", "cache"],
+                 ["estimate", "--timeline", base + b"/t\xfe.json"],
+                 ["sweep", "--trace", base + b"/mm", "--warps", "1", "-o", base + b"/r\xfe.csv", "--jobs", "1"]):
         code, out, err = finish(teg_proc(args, env))
         assert code == 0 and "Traceback" not in err, (args, err)
     assert os.path.isfile(base + b"/out\xfe.npz")

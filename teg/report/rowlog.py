@@ -33,7 +33,7 @@ def csv_line(values) -> bytes:
     """One CSV line (``\\n`` ended) of ``values``; None becomes an empty cell."""
     buf = io.StringIO()
     csv.writer(buf, lineterminator="\n").writerow(["" if v is None else v for v in values])
-    return buf.getvalue().encode("utf-8")
+    return buf.getvalue().encode("utf-8", "surrogateescape")    # a path that is not UTF-8 keeps its bytes
 
 
 class RowLog:
@@ -123,7 +123,7 @@ class RowLog:
 
     def _parse(self, data: bytes) -> None:
         try:
-            lines = list(csv.reader(io.StringIO(data.decode("utf-8"))))
+            lines = list(csv.reader(io.StringIO(data.decode("utf-8", "surrogateescape"))))
         except (UnicodeDecodeError, csv.Error) as exc:
             raise RowLogError(f"{self.path}: not a CSV results table ({exc})") from None
         for n, cells in enumerate(lines[1:], 2):
@@ -189,7 +189,9 @@ def write_parquet(rows: list[dict[str, str]], columns: tuple[str, ...], path: st
     def typed(c, v):
         if v == "":
             return None
-        return int(v) if c in ints else float(v) if c in floats else v
+        if c in ints or c in floats:
+            return int(v) if c in ints else float(v)
+        return v.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")    # Parquet text is UTF-8
 
     table = pa.table({c: pa.array([typed(c, r[c]) for r in rows],
                                   type=pa.int64() if c in ints else pa.float64() if c in floats else pa.string())
