@@ -92,3 +92,31 @@ def dead_pid() -> int:
     p = subprocess.Popen([sys.executable, "-c", "pass"])
     p.wait()
     return p.pid
+
+
+# argv: MARGIN_BYTES WARMUP_JSON teg-arguments…  Runs each warm-up command line (a JSON list of
+# argument lists) in-process, so that the code the run needs is loaded, then caps the address
+# space (RLIMIT_AS) at what is mapped now plus MARGIN_BYTES, then runs teg: "teg under a memory cap
+# that leaves MARGIN_BYTES for the work itself".
+CAPPED = r"""
+import json, os, resource, sys
+margin, warm = int(sys.argv[1]), json.loads(sys.argv[2])
+from click.testing import CliRunner
+from teg.cli import main
+for args in warm:
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 0, r.output
+with open("/proc/self/statm") as fh:
+    mapped = int(fh.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+resource.setrlimit(resource.RLIMIT_AS, (mapped + margin, resource.getrlimit(resource.RLIMIT_AS)[1]))
+main(sys.argv[3:], prog_name="teg")
+"""
+
+
+def capped_proc(margin: int, warm: list[list[str]], args: list, env: dict | None = None) -> subprocess.Popen:
+    """``teg ARGS`` with only ``margin`` bytes of address space beyond what it has mapped after the
+    warm-up commands (module docstring of :data:`CAPPED`)."""
+    import json
+
+    return subprocess.Popen([sys.executable, "-c", CAPPED, str(margin), json.dumps(warm), *map(str, args)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)

@@ -134,15 +134,18 @@ def _accelsim_application(p: Path) -> Application:
 
 
 def _native_application(p: Path) -> Application:
-    trace = _load_trace(str(p), _stamp(p))
+    """The kernels of a native trace from its metadata alone (the columns are mapped and checked
+    when a kernel is loaded)."""
+    from teg.trace.native import read_meta
+
+    _, infos, memcpy = read_meta(p)
     refs = []
-    for i, kt in enumerate(trace.kernels):
-        info = kt.info
+    for i, info in enumerate(infos):
         refs.append(KernelRef(position=i, kernel_id=info.kernel_id if info.kernel_id > 0 else i + 1,
                               name=info.name, grid=tuple(info.grid), block=tuple(info.block),
                               stream=info.stream, path=str(p), index=i,
                               binary_version=int(info.binary_version or 0)))
-    return Application(str(p), refs, memcpy=list(trace.memcpy))
+    return Application(str(p), refs, memcpy=list(memcpy))
 
 
 def open_application(path: str | os.PathLike) -> Application:

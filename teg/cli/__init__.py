@@ -30,6 +30,14 @@ def error_line(exc: BaseException) -> str:
     return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in " ".join(msg.split("\n"))).strip()
 
 
+def memory_error_line(exc: MemoryError) -> str:
+    """One line for an allocation that failed although the up-front estimates (:mod:`teg.hostmem`)
+    let the work start: what failed and what makes the work smaller."""
+    what = " ".join(str(exc).split()) or "an allocation failed"
+    return (f"out of memory ({what}); make the work smaller: --sms N (estimate, whatif, sweep), --timeline-cycles A:B, "
+            "--max-instructions (trace run), a smaller launch; or give teg more memory")
+
+
 def user_errors(fn):
     """Decorator: turn :class:`TegError` (and file errors) into a one-line message and exit code 2."""
 
@@ -41,6 +49,9 @@ def user_errors(fn):
                 result = fn(*args, **kwargs)
         except (TegError, OSError, LookupError) as exc:
             click.echo(f"teg: error: {error_line(exc)}", err=True)
+            sys.exit(2)
+        except MemoryError as exc:
+            click.echo(f"teg: error: {memory_error_line(exc)}", err=True)
             sys.exit(2)
         unknown = False
         for w in caught:

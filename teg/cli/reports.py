@@ -96,8 +96,14 @@ class EstimateReports:
                    window=window, plot_path=plot_path, force=force)
 
     def prepare(self, inp):
-        """The lowered input, set to record what the reports need."""
+        """The lowered input, set to record what the reports need (a timeline that could not be
+        made, or whose records would not fit in memory, is refused here, before the run)."""
         from teg.engine.records import with_records
+
+        if self.timeline_path:
+            from teg.report.timeline import check_timeline_size
+
+            check_timeline_size(inp, self.window)
 
         return with_records(inp, timeline=self.timeline_path is not None,
                             instructions=self.as_json or "instructions" in self.views)

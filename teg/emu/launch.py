@@ -283,17 +283,37 @@ def emulate(prog: Program, image: KernelImage, grid, block, args: list, shmem: i
         n = int(cnt[0])
         if n >= max_rows:
             raise EmulatorError(f"kernel {prog.name}: more than {max_rows:,} warp instructions executed "
-                                f"(stopped in block {int(sched[0])}); an endless loop, or raise max_rows")
-        if n >= rows_w.shape[0]:
-            grow = min(rows_w.shape[0] * 2, max_rows + 1)
-            rows_w, rows_i, rows_m, rows_na = (np.resize(a, grow) for a in (rows_w, rows_i, rows_m, rows_na))
-        if int(cnt[1]) + 64 > addrs.shape[0]:
-            addrs = np.resize(addrs, addrs.shape[0] * 2)
+                                f"(stopped in block {int(sched[0])}): an endless loop, or a launch larger than that "
+                                "(raise --max-instructions)")
+        grow = min(rows_w.shape[0] * 2, max_rows + 1) if n >= rows_w.shape[0] else rows_w.shape[0]
+        grow_a = addrs.shape[0] * 2 if int(cnt[1]) + 64 > addrs.shape[0] else addrs.shape[0]
+        _check_recording(prog.name, n, grow, grow_a, max_rows)
+        if grow > rows_w.shape[0]:
+            rows_w, rows_i, rows_m, rows_na = (_grown(a, grow) for a in (rows_w, rows_i, rows_m, rows_na))
+        if grow_a > addrs.shape[0]:
+            addrs = _grown(addrs, grow_a)
     n, na = int(cnt[0]), int(cnt[1])
     kt = _build_trace(prog, lw, image, grid, block, shmem, nw, rows_w[:n], rows_i[:n], rows_m[:n], rows_na[:n], addrs[:na])
     outputs = mem.read_back(heap)
     trace = Trace(kernels=[kt], memcpy=[(b.address, b.nbytes) for b in mem.buffers], source=prog.source)
     return EmulationResult(trace, outputs, prog)
+
+
+def _grown(a: np.ndarray, n: int) -> np.ndarray:
+    """``a``'s entries at the start of a new array of ``n`` (the rest zero)."""
+    out = np.zeros(n, a.dtype)
+    out[:a.shape[0]] = a
+    return out
+
+
+def _check_recording(kernel: str, done: int, rows: int, addresses: int, max_rows: int) -> None:
+    """Refuse, before the record grows to ``rows`` rows and ``addresses`` addresses, a trace whose
+    recording and building would need more memory than this process may use (:mod:`teg.hostmem`)."""
+    from teg.hostmem import EMU_ADDRESS_BYTES, EMU_ROW_BYTES, require
+
+    require(rows * EMU_ROW_BYTES + addresses * EMU_ADDRESS_BYTES,
+            f"kernel {kernel}: recording its trace past {done:,} warp instructions",
+            f"lower --max-instructions (now {max_rows:,}) to stop it sooner, or emulate a smaller launch (--grid)")
 
 
 def _build_trace(prog, lw, image, grid, block, shmem, nw, rw, ri, rm, rna, addrs) -> KernelTrace:

@@ -195,6 +195,31 @@ class _Rows:
     opname: np.ndarray      # opcode text (object array)
 
 
+def _issued_in(rec: np.ndarray, window: Window, chunk: int = 1 << 20) -> int:
+    """Rows issued inside ``window``, counted in chunks of ``chunk`` rows."""
+    n = 0
+    for a in range(0, rec.shape[0], chunk):
+        n += int(np.count_nonzero(window.holds(rec[a:a + chunk, TL_ISSUE])))
+    return n
+
+
+def check_timeline_size(inp: EngineInput, window: Window, max_events: int = MAX_EVENTS) -> None:
+    """Refuse, before the run, a timeline that cannot be made: without ``--timeline-cycles`` every
+    issued row gives at least two events (its issue on the warp's and the scheduler's track), so a
+    run of more than ``max_events / 2`` rows would be refused after it; and the records need
+    memory per row and transaction (:mod:`teg.hostmem`)."""
+    from teg.hostmem import TIMELINE_ROW_BYTES, TIMELINE_TX_BYTES, require
+
+    n, m = inp.num_rows, int(inp.tx_addr.shape[0])
+    if window.start <= 0 and window.end is None and 2 * n > max_events:
+        raise TimelineError(f"timeline: the run issues {n:,} warp instructions, at least {2 * n:,} events, more than "
+                            f"the {max_events:,} a timeline may hold; narrow it with --timeline-cycles A:B "
+                            "(refused before the run)")
+    require(n * TIMELINE_ROW_BYTES + m * TIMELINE_TX_BYTES, f"timeline: recording {n:,} warp instructions",
+            "sample fewer SMs with --sms N (the records cover every row, whatever --timeline-cycles keeps), or give "
+            "teg more memory")
+
+
 def _issued_rows(rec: np.ndarray, inp: EngineInput, ops: list[str], S: int) -> _Rows:
     rows = np.nonzero(rec[:, TL_ISSUE] >= 0)[0]
     g = rec[rows, TL_SCHED].astype(np.int64)
@@ -278,6 +303,7 @@ def trace_events(result: Result, inp: EngineInput, window: Window = Window(), op
     units = list(meta.get("units") or [f"unit{u}" for u in range(inp.u_occ.shape[0])])
     S = int(inp.ipar[I_SCHED])
     ev = _Events(max_events)
+    ev._room(2 * _issued_in(rec, window))     # each issue in the window: an instant and a span, before any array
     r = _issued_rows(rec, inp, ops, S)
     _warp_events(ev, rec, r, inp, meta.get("pcs"), window, S)
     unit_tracks = _unit_events(ev, rec, r, inp, window, S)

@@ -268,6 +268,32 @@ def _read_meta(data: bytes, where: str) -> dict:
     return _check_meta(meta, where)
 
 
+def read_meta(path: str | os.PathLike) -> tuple[dict, list[KernelInfo], list[tuple[int, int]]]:
+    """The checked metadata of a native trace — the document, each kernel's launch facts, the
+    copies — without mapping a column (listing an application's kernels reads no more)."""
+    p = Path(path)
+    if p.is_dir():
+        mf = p / "meta.json"
+        try:
+            raw = mf.read_bytes()
+        except OSError as exc:
+            raise TraceFormatError(f"corrupted trace metadata ({exc.__class__.__name__}: {exc})", str(mf)) from None
+        meta = _read_meta(raw, str(mf))
+    else:
+        try:
+            with zipfile.ZipFile(p) as zf:
+                raw = zf.read("meta.json")
+        except (OSError, EOFError, KeyError, zipfile.BadZipFile, zlib.error, ValueError) as exc:
+            raise TraceFormatError(f"not a readable teg trace .npz ({exc.__class__.__name__}: {exc})", str(p)) from None
+        meta = _read_meta(raw, str(p))
+    infos = []
+    for i, k in enumerate(meta["kernels"]):
+        where = f"{p}/{k.get('dir') if isinstance(k, dict) else f'kernel #{i}'}"
+        checks.kernel_entry(k, where)
+        infos.append(checks.kernel_info(k["info"], where))
+    return meta, infos, checks.memcpy_list(meta, str(p))
+
+
 def load_native(path: str | os.PathLike) -> Trace:
     """Load a native trace: a directory or a ``.npz``, every column memory-mapped
     (:mod:`teg.trace.npyread`; memory stays flat in the trace length), the metadata and columns
