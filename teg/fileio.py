@@ -308,7 +308,8 @@ def mark_folder(folder: Path, kind: str) -> None:
     """Write the :data:`MARKER` of an output folder of ``kind``."""
     from teg import __version__
 
-    (folder / MARKER).write_text(json.dumps({"written_by": "teg", "version": __version__, "kind": kind}) + "\n")
+    doc = json.dumps({"written_by": "teg", "version": __version__, "kind": kind}) + "\n"
+    write_text(folder / MARKER, doc, owned=lambda _: True)      # atomic: never a cut marker
 
 
 def json_schema_owned(prefix: str) -> Owned:

@@ -24,7 +24,7 @@ run and page-faults it in again — measured here, about 90,000 minor faults for
 and 20 times the time the same kernel takes in a long-lived process. Variables the user has set win.
 
 Workers never outlive the process that started them, and never print on Ctrl-C: each worker of the
-local pool starts by ignoring SIGINT (the terminal's Ctrl-C goes to the whole process group; the
+local pool is started with SIGINT ignored (the terminal's Ctrl-C goes to the whole process group; the
 calling process alone handles it, stopping the pool's workers at once and exiting with one line),
 asks the kernel to kill it when its parent dies (Linux ``prctl(PR_SET_PDEATHSIG)``) and watches
 its parent's PID (every :data:`PARENT_POLL_S`, where there is no ``prctl``): a parent killed with
@@ -202,6 +202,25 @@ def _die_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="teg-parent-watch", daemon=True).start()
 
 
+@contextlib.contextmanager
+def sigint_ignored():
+    """SIGINT ignored while worker processes are started: an ignored signal stays ignored across
+    ``exec``, so a Ctrl-C that reaches a worker while it is still importing (before its
+    initializer runs) does nothing there instead of printing a traceback. The calling process
+    gets its own Ctrl-C handling back at once (only the main thread can change it)."""
+    import signal
+
+    try:
+        old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:                  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
 def stop_workers(pool: ProcessPoolExecutor) -> None:
     """Kill the pool's worker processes now (an interrupted run does not wait for their tasks)."""
     procs = getattr(pool, "_processes", None) or {}
@@ -232,7 +251,7 @@ def _local(fn, items: list, jobs: int, head_s: float) -> Iterator[tuple[int, Any
                                initializer=_die_with_parent, initargs=(os.getpid(),))
     finished = False
     try:
-        with worker_environ(WORKER_MALLOC_ENV):        # spawn starts the workers at the first submit
+        with worker_environ(WORKER_MALLOC_ENV), sigint_ignored():    # spawn starts the workers at the submits
             futures = {pool.submit(_run_chunk, fn, items[a:b]): a for a, b in chunks(first, len(items), jobs)}
         for fut in as_completed(futures):
             yield from enumerate(fut.result(), futures[fut])
