@@ -324,7 +324,8 @@ def signals(ctx: Ctx) -> str:
     r = ctx.wait(p, 120)
     if r.hung:
         raise Finding("hang", f"{what}: still running after {sig.name}")
-    if sig == signal.SIGINT and not done_before and r.code not in (0, 130):
+    # (-2: the interrupt came while the interpreter itself was still starting, before any handler)
+    if sig == signal.SIGINT and not done_before and r.code not in (0, 130, -signal.SIGINT):
         raise Finding("traceback", f"{what}: Ctrl-C gave exit {r.code}: {r.err.strip()[-200:]}")
     if sig == signal.SIGINT and r.code == 130:
         lines = [ln for ln in r.err.splitlines() if ln.strip()]

@@ -45,7 +45,6 @@ documents and figures, emulator buffers:
 from __future__ import annotations
 
 import errno
-import fcntl
 import hashlib
 import io
 import json
@@ -61,6 +60,11 @@ from pathlib import Path
 from typing import IO, Callable, Iterator
 
 from teg import TegError
+
+try:
+    import fcntl
+except ImportError:               # no POSIX locks (Windows): liveness falls back to PIDs and age
+    fcntl = None
 
 MARKER = ".teg-output"            # JSON file inside an output folder teg wrote: {"written_by": "teg", "kind": ...}
 LEGACY_AGE_S = 24 * 3600          # temporaries untouched this long are stale whatever their PID says
@@ -124,7 +128,9 @@ def leftover_of(entry_name: str) -> tuple[str, str, int | None] | None:
 
 def flock(fd: int, exclusive: bool = True, wait: bool = False) -> bool | None:
     """``flock`` ``fd``: True when taken, False when another holder has it (and ``wait`` is False),
-    None when the file system does not lock."""
+    None when the file system (or the OS) does not lock."""
+    if fcntl is None:
+        return None
     try:
         fcntl.flock(fd, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | (0 if wait else fcntl.LOCK_NB))
         return True
@@ -477,7 +483,7 @@ def open_in_place(target: Path):
             if exc.errno == errno.ENXIO:
                 raise OutputError("is a pipe that nobody reads; nothing written", target) from None
             raise
-        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+        os.set_blocking(fd, True)
         return os.fdopen(fd, "wb")
     return open(target, "wb")
 

@@ -1,6 +1,6 @@
 """The scenario classes of the fuzz campaign (benchmarks/fuzz_scenarios.py: concurrency, signals,
 caches, odd paths, FIFOs, devices, symlinks, memory caps; issue 37) run a few scenarios each with
-fixed seeds: every one ends clean (``ok`` or a one-line refusal), with no data lost, no stale result,
+fixed seeds (one of each here): every one ends clean (``ok`` or a one-line refusal), with no data lost, no stale result,
 no traceback, no hang and nothing leaked. ``python3 benchmarks/fuzz_campaign.py --scenarios N`` runs
 N of each class."""
 
@@ -29,7 +29,7 @@ pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="scenarios use /
 
 @pytest.mark.parametrize("cls", FS.CLASSES)
 def test_scenarios_end_clean(tmp_path, cls):
-    outcomes = [FS.run_scenario(cls, 37, i, tmp_path) for i in range(2)]
+    outcomes = [FS.run_scenario(cls, 37, 0, tmp_path)]
     bad = [(o.name, o.outcome, o.detail) for o in outcomes if o.outcome not in FS.CLEAN]
     assert bad == []
     assert list(tmp_path.iterdir()) in ([], [tmp_path / "big.npz"])      # each scenario cleans its folder

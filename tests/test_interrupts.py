@@ -18,7 +18,8 @@ import pytest
 from procs import PAUSER, env_with, finish, release, wait_for
 
 TORCH = Path(__file__).parent / "data" / "traces" / "dp-performance-accel-sim" / "simpletorch"
-ARGS = ["whatif", "--trace", str(TORCH), "--jobs", "2"]
+# 6 kernels x 48 warp counts: more than the first second the calling process runs itself, so the pool starts
+ARGS = ["sweep", "--trace", str(TORCH), "--warps", ",".join(map(str, range(1, 49))), "--jobs", "2", "--csv"]
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
 
@@ -46,7 +47,7 @@ def alive(pid: int) -> bool:
 
 
 def start_paused(tmp_path, **popen):
-    """``teg whatif`` on an application with 2 workers, paused in the parent once the pool runs
+    """``teg sweep`` of an application with 2 workers, paused in the parent once the pool runs
     (its first wait for results): (process, worker PIDs)."""
     sig = tmp_path / "sig"
     sig.mkdir()

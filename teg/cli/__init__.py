@@ -71,9 +71,18 @@ EXIT_INTERRUPTED = 130
 
 class TegGroup(click.Group):
     """The ``teg`` group: Ctrl-C anywhere ends with one line and exit status 130 (click's own
-    "Aborted!" would exit 1, the status of an incomplete report)."""
+    "Aborted!" would exit 1, the status of an incomplete report); a report that prints a path
+    that is not UTF-8 prints its bytes."""
 
     def invoke(self, ctx):
+        # paths that are not UTF-8 (their bytes as surrogates) are printed as the bytes they are,
+        # not a UnicodeEncodeError in the middle of a report
+        reconfigure = getattr(sys.stdout, "reconfigure", None)
+        if reconfigure is not None and getattr(sys.stdout, "encoding", "").lower().replace("-", "") == "utf8":
+            try:
+                reconfigure(errors="surrogateescape")
+            except (ValueError, OSError):
+                pass
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt:

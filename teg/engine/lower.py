@@ -480,7 +480,7 @@ def lower(program, kernel_trace, machine: Machine, options: Options | None = Non
         r_sidx = sidx_trace[rows]
         addr_start, aidx = _addresses_of(kt.addr_start, rows)
         addresses = np.asarray(kt.addresses)[aidx]
-        mask = np.asarray(kt.mask, np.uint32)[rows]
+        mask = np.array(np.asarray(kt.mask)[rows], np.uint32)     # a writable copy: the jitted passes' usual type
         width = np.asarray(kt.mem_width, np.int64)[rows]
         unset = np.flatnonzero(width <= 0)
         width[unset] = s_width[r_sidx[unset]]          # in place: no temporaries the size of the rows
