@@ -120,3 +120,53 @@ def capped_proc(margin: int, warm: list[list[str]], args: list, env: dict | None
 
     return subprocess.Popen([sys.executable, "-c", CAPPED, str(margin), json.dumps(warm), *map(str, args)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+
+
+# argv: HOOKS_JSON SIGNAL_DIR teg-arguments…  HOOKS_JSON lists {"where": "MODULE:ATTR", "nth": N,
+# "tag": T, "when": "before"|"after", "arg0": REGEX or null}: at the N-th call of MODULE.ATTR whose
+# first argument's file name matches REGEX (every call when null), the child creates
+# SIGNAL_DIR/T.at before or after calling through and waits (at most 120 s) for SIGNAL_DIR/T.go.
+PAUSES = r"""
+import importlib, json, os, re, sys, time
+hooks, sig = json.loads(sys.argv[1]), sys.argv[2]
+
+def wait(tag):
+    open(os.path.join(sig, tag + ".at"), "w").close()
+    t0 = time.monotonic()
+    while not os.path.exists(os.path.join(sig, tag + ".go")):
+        if time.monotonic() - t0 > 120:
+            os._exit(99)
+        time.sleep(0.02)
+
+for h in hooks:
+    mod, attr = h["where"].split(":")
+    owner = importlib.import_module(mod)
+    path = attr.split(".")
+    for part in path[:-1]:
+        owner = getattr(owner, part)
+    def make(orig, h):
+        calls = [0]
+        pat = re.compile(h["arg0"]) if h.get("arg0") else None
+        def hook(*a, **k):
+            if pat is not None and not (a and pat.search(os.path.basename(os.fspath(a[0])))):
+                return orig(*a, **k)
+            calls[0] += 1
+            if calls[0] == h["nth"] and h.get("when", "before") == "before":
+                wait(h["tag"])
+            out = orig(*a, **k)
+            if calls[0] == h["nth"] and h.get("when") == "after":
+                wait(h["tag"])
+            return out
+        return hook
+    setattr(owner, path[-1], make(getattr(owner, path[-1]), h))
+from teg.cli import main
+main(sys.argv[3:], prog_name="teg")
+"""
+
+
+def paused_at(hooks: list[dict], sig: Path, args: list, env: dict | None = None) -> subprocess.Popen:
+    """``teg ARGS`` in a child that pauses at each of ``hooks`` (:data:`PAUSES`)."""
+    import json
+
+    return subprocess.Popen([sys.executable, "-c", PAUSES, json.dumps(hooks), str(sig), *map(str, args)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)

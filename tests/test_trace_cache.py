@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -82,6 +83,37 @@ def test_two_fillers_and_a_reader_never_fail(tmp_path):
     assert code == 0, err_r
     assert out_a == out_b == out_r and out_b.strip()
     assert len(teg_entries(cache)) == 1                       # one entry, no temporaries
+
+
+def test_a_filler_never_takes_a_published_entry_away(tmp_path):
+    """Two fillers of an empty cache: the later one (A) must not move the earlier one's entry aside
+    to put its own in place, leaving a moment with no entry — a reader mapping the entry then meets
+    a missing column ("corrupted column"), and a third filler publishing into that moment makes A's
+    rename fail ("Directory not empty"). A is paused right after any rename of a published entry
+    (there is none to pause at when publishing is first-wins) and the reader resumes then."""
+    from procs import paused_at
+
+    cache, sig = tmp_path / "cache", tmp_path / "sig"
+    sig.mkdir()
+    env = env_with(TEG_CACHE_DIR=cache)
+    entry = r"^(t-[0-9a-f]{32}|[0-9a-f]{20})$"
+    a = paused_at([{"where": "teg.trace.native:TraceWriter.commit", "nth": 1, "tag": "a"},
+                   {"where": "os:replace", "nth": 1, "tag": "gap", "when": "after", "arg0": entry}], sig,
+                  ["trace", "info", MATRIXMUL], env)
+    wait_for(sig / "a.at", a)                                 # A converted, not yet published
+    assert finish(teg_proc(["trace", "info", MATRIXMUL], env))[0] == 0        # B published the entry
+    r = paused_proc("teg.trace.native:map_npy", 3, sig, "r", ["trace", "info", MATRIXMUL], env)
+    wait_for(sig / "r.at", r)                                 # R is reading B's entry
+    release(sig, "a")
+    t0 = time.monotonic()
+    while not (sig / "gap.at").exists() and a.poll() is None and time.monotonic() - t0 < 120:
+        time.sleep(0.02)                                      # A moved the entry away, or finished
+    release(sig, "r")
+    code_r, out_r, err_r = finish(r)
+    release(sig, "gap")
+    code_a, out_a, err_a = finish(a)
+    assert (code_r, code_a) == (0, 0), (err_r, err_a)
+    assert out_r == out_a and len(teg_entries(cache)) == 1
 
 
 def test_concurrent_fillers_of_an_empty_cache(tmp_path):
