@@ -376,11 +376,11 @@ def writable_in_place(kind: str | None) -> bool:
     return kind in ("character device", "pipe")
 
 
-def check_target(target: Path, owned: Owned | None, force: bool, folder: bool = False,
+def check_target(target: Path, owned: Owned | None, force: bool, folder: bool | None = None,
                  link: Path | None = None) -> None:
     """Refuse a target that exists and may not be replaced (module docstring): a device, pipe or
-    socket; a folder teg did not write (or any folder, for a file output); a file teg did not
-    write unless ``force`` — and never when reached through ``link`` with another suffix."""
+    socket; a non-empty folder teg did not write; a file teg did not write unless ``force`` — and
+    never when reached through ``link`` into another format (a folder output, another suffix)."""
     target = Path(target)
     if not os.path.lexists(target):
         return
@@ -391,7 +391,7 @@ def check_target(target: Path, owned: Owned | None, force: bool, folder: bool = 
     if owned is not None and owned(target):
         return
     if target.is_dir() and not target.is_symlink():
-        if folder and not any(target.iterdir()):
+        if not any(target.iterdir()):
             return
         raise OutputError("is a folder that teg did not write; not replacing it (remove it or choose another name)",
                           target)
@@ -403,10 +403,11 @@ def check_target(target: Path, owned: Owned | None, force: bool, folder: bool = 
 
 
 def prepare(target: str | os.PathLike, owned: Owned | None = None, force: bool = False,
-            folder: bool = False) -> Path:
-    """Check that ``target`` may be written (a file, or with ``folder`` a folder), make its folder,
-    remove stale temporaries of it there; return the path to write (a link resolved to what it
-    names; a character device or pipe as it is: written in place)."""
+            folder: bool | None = None) -> Path:
+    """Check that ``target`` may be written (``folder``: True a folder, False a file, None not said:
+    the checks that depend on the kind are left to the writer), make its folder, remove stale
+    temporaries of it there; return the path to write (a link resolved to what it names; a
+    character device or pipe as it is: written in place)."""
     t = Path(target)
     if t.name in ("", ".", ".."):
         raise OutputError("an output needs a file or folder name", t)
@@ -422,7 +423,7 @@ def prepare(target: str | os.PathLike, owned: Owned | None = None, force: bool =
     link = None
     if t.is_symlink():
         link, t = t, Path(os.path.realpath(t))
-        if os.path.lexists(t) and not t.is_symlink() and t.is_dir() != folder:
+        if folder is not None and os.path.lexists(t) and not t.is_symlink() and t.is_dir() != folder:
             raise OutputError(f"is a link to a {'folder' if t.is_dir() else 'file'} ({t}); teg writes a "
                               f"{'folder' if folder else 'file'} here and does not write through a link into "
                               "another format, even with --force", link)
@@ -507,7 +508,7 @@ def atomic_file(target: str | os.PathLike, owned: Owned | None = None, force: bo
     """Open a temporary file next to ``target`` for writing; on success flush, ``fsync`` and rename
     it to ``target``; on failure remove it. A character device or pipe is written in place once
     the output is complete. See the module docstring."""
-    t = prepare(target, owned, force)
+    t = prepare(target, owned, force, folder=False)
     if is_stream(t):
         with tempfile.NamedTemporaryFile("w+b", prefix="teg-out-") as tmpf:
             if "b" in mode:
@@ -527,7 +528,7 @@ def atomic_file(target: str | os.PathLike, owned: Owned | None = None, force: bo
             yield fh
             fh.flush()
             os.fsync(fh.fileno())
-        check_target(t, owned, force)          # nothing else appeared meanwhile
+        check_target(t, owned, force, folder=False)          # nothing else appeared meanwhile
         if t.is_dir() and not t.is_symlink():  # an output folder teg wrote, replaced by a file
             replace_folder(tmp, t)
         else:

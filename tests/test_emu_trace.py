@@ -269,3 +269,32 @@ def test_cli_compiles_a_cu_file(tmp_path):
     np.testing.assert_array_equal(np.load(tmp_path / "acc.outputs" / "x.npy"), 3 * np.arange(100, dtype=np.float32))
     back = tt.load(tmp_path / "acc" / "kernelslist.g", cache=tmp_path / "cache").kernels[0]
     assert back.info.binary_version == 80 and back.num_warps == 4
+
+
+@pytest.mark.skipif(not (_have("nvcc") and _have("cuobjdump")), reason="needs nvcc and cuobjdump")
+@pytest.mark.parametrize("arch", ["sm_75", "sm_90"])
+def test_division_of_zero_takes_the_slow_path(tmp_path, arch):
+    """IEEE division (div.rn.f32): FCHK sends a zero numerator to the slow path, which keeps the sign of
+    the zero quotient (the fast path's a * rcp(b) + RZ would return +0 for 0 / -2). Warp 0 divides
+    only normal numbers: no CALL; warp 1's lanes 0-2 divide zeros: one CALL row with exactly them.
+    Lane 5's 1 / 0x3effffff = 0x40000001 needs the fast path's fused multiply-adds rounded once."""
+    src = tmp_path / "quotient.cu"
+    src.write_text('extern "C" __global__ void quotient(const float *a, const float *b, float *q) {\n'
+                   '    int i = blockIdx.x * blockDim.x + threadIdx.x;\n'
+                   '    q[i] = a[i] / b[i];\n}\n')
+    a = np.linspace(0.25, 8.0, 64).astype(np.float32)
+    b = np.linspace(-3.0, 5.0, 64).astype(np.float32)
+    b[b == 0] = 1.5
+    a[32:35] = [0.0, -0.0, 0.0]
+    b[32:35] = [-2.0, 2.0, 2.0]
+    a[5], b[5] = 1.0, np.uint32(0x3EFFFFFF).view(np.float32)   # 2 + 2^-23 + ...: a near-tie quotient
+    prog, image = load_kernel(src, "quotient", arch, work_dir=tmp_path)
+    r = emulate(prog, image, 1, 64, [("a", a), ("b", b), ("q", np.zeros(64, np.float32))])
+    want = a / b
+    assert np.array_equal(r.outputs["q"].view(np.uint32), want.view(np.uint32))
+    assert np.signbit(r.outputs["q"][32]) and np.signbit(r.outputs["q"][33]) and not np.signbit(r.outputs["q"][34])
+    kt = r.kernel_trace
+    calls = np.array([kt.opcodes[o].startswith("CALL") for o in kt.opcode])
+    assert calls.sum() == 1
+    row = int(np.flatnonzero(calls)[0])
+    assert int(kt.warp[row]) == 1 and int(kt.mask[row]) == 0b111

@@ -122,9 +122,11 @@ def test_trace_run_with_a_large_max_instructions_stops_cleanly(tmp_path):
     warm = [["trace", "run", str(CUBIN), "--kernel", "walk_steps", "--block", "32", "--arg", "end=arange:float32:32",
              "--arg", "off=zeros:int64:32", "--arg", "out=zeros:float32:32", "--arg", "n=32", "--arg", "steps=3",
              "-o", str(tmp_path / "w.npz")]]
-    code, out, err = finish(capped_proc(48 << 20, warm, args), timeout=300)
+    code, out, err = finish(capped_proc(160 << 20, warm, args), timeout=300)    # room for the first buffers only
     one_error(code, err, "recording its trace past", "lower --max-instructions (now 1,000,000,000,000)")
+    code, out, err = finish(capped_proc(40 << 20, warm, args), timeout=300)     # not even for those
+    one_error(code, err, "recording its trace (its row buffers)", "lower --max-instructions")
     assert not (tmp_path / "o.npz").exists()
     code, out, err = finish(teg_proc([*args[:-1], "100000"]), timeout=300)
-    line = one_error(code, err, "more than 100,000 warp instructions executed", "raise --max-instructions")
+    line = one_error(code, err, "more than 100,000 warp instructions executed", "--max-instructions")
     assert "max_rows" not in line

@@ -78,6 +78,11 @@ def test_constant_bank_reference():
     assert c.bank == 3 and c.offset == 8 and c.reg == 4 and c.regs == (4,)
     c = parse_operand("-c[0x0][0x18]")
     assert c.negated and c.offset == 0x18
+    c = parse_operand("~c[0x0][0x164]")          # IMAD.X R8, RZ, RZ, ~c[0x0][0x164], P0 (nvcc 13, sm_75)
+    assert c.kind == "const" and c.inverted and not c.negated and (c.bank, c.offset) == (0, 0x164)
+    for bad in ("!c[0x0][0x164]", "~[R2]"):
+        with pytest.raises(OperandError):
+            parse_operand(bad)
 
 
 def test_memory_references():
@@ -117,7 +122,7 @@ def test_labels_and_other():
 
 @pytest.mark.parametrize("text", ["", "R1|", "R999", "P9", "[R1", "c[0x0]", "desc[R1][R2]", "[R1+P0]",
                                   "-[R1]", "|R1", "`(x", "R1.6-4", "!0x1", "UR64", "R254.64", "[-R1]",
-                                  "x[R1]", "|-R1|", "@P0"])
+                                  "x[R1]", "|-R1|", "@P0", "~[R1]", "!c[0x0][0x10]"])
 def test_malformed_operands_raise(text):
     with pytest.raises(OperandError):
         parse_operand(text)

@@ -10,6 +10,9 @@ import pytest
 
 from teg import TegError
 from teg.sass import Program, SassParseError, parse_file, parse_text
+from teg.sass.registers import UR_BASE
+
+UR4 = UR_BASE + 4
 
 FIXTURES = Path(__file__).parent / "fixtures" / "sass"
 ARCHS = (75, 80, 86, 89, 90, 100, 120)
@@ -155,6 +158,22 @@ def test_gt200_layout_with_encoding_before_the_text():
     assert iadd.operands[1].space == "shared" and iadd.operands[1].offset == 0x18
     assert gst.dst_regs == () and gst.src_regs == (2, 1) and gst.operands[0].space == "global"
     assert all(i.control is None for i in p.instructions)
+
+
+def test_u32_index_beside_a_uniform_base_stays_32_bit():
+    """``LDG.E.SYS R0, [R0.U32+UR4]`` (nvcc 13, sm_75: a __device__ table indexed by the thread):
+    the 64-bit base is UR4:UR5 and R0 a 32-bit unsigned offset; ``[R6+UR4]`` widens R6 as before."""
+    text = """\tcode for sm_75
+\t\tFunction : k
+        /*0000*/                   LDG.E.SYS R0, [R0.U32+UR4] ;             /* 0x0000000400007381 */
+                                                                            /* 0x000ea200001ee900 */
+        /*0010*/                   LDG.E.SYS R2, [R6+UR4] ;                 /* 0x0000000406027381 */
+                                                                            /* 0x000ea200001ee900 */
+"""
+    (p,) = parse_text(text, demangle=False)
+    a, b = (i.operands[1] for i in p.instructions)
+    assert (a.reg, a.wide, a.regs) == (0, 1, (0, UR4, UR4 + 1))
+    assert (b.reg, b.wide, b.regs) == (6, 2, (6, 7, UR4))
 
 
 def test_executable_style_listing_with_two_arches():

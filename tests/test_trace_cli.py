@@ -103,6 +103,8 @@ def test_sectors_per_request_hand_computed(tmp_path):
     m = machine_or_skip("sm_80")
     s = kernel_summary(kt, m)
     assert s["global_requests"] == 4                       # the mask-0 row is no request
+    # rows 0x10, 0x30, 0x40 load, 0x20 stores; the mask-0 load at 0x50 is no request
+    assert (s["global_load_requests"], s["global_store_requests"], s["global_atomic_requests"]) == (3, 1, 0)
     assert s["sectors_per_request"]["histogram"] == {"2": 2, "4": 1, "16": 1}
     assert s["sectors_per_request"]["mean"] == pytest.approx(6.0)
     assert s["memory_by_space"] == {"global": 5}

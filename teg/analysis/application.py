@@ -70,6 +70,7 @@ class Application:
     kernels: list[KernelRef]
     missing: list[KernelRef] = field(default_factory=list)
     memcpy: list[tuple[int, int]] = field(default_factory=list)
+    sass: str | None = None      # the SASS listing that came with the trace (teg trace app's program.sass)
 
     @property
     def streams(self) -> list[int]:
@@ -145,7 +146,21 @@ def _native_application(p: Path) -> Application:
                               name=info.name, grid=tuple(info.grid), block=tuple(info.block),
                               stream=info.stream, path=str(p), index=i,
                               binary_version=int(info.binary_version or 0)))
-    return Application(str(p), refs, memcpy=list(memcpy))
+    return Application(str(p), refs, memcpy=list(memcpy), sass=_listing_of(p))
+
+
+def _listing_of(p: Path) -> str | None:
+    """The SASS listing a ``teg trace app`` folder holds (its ``meta.json`` names it), else None."""
+    import json
+
+    try:
+        app = json.loads((p / "meta.json").read_text()).get("application") if p.is_dir() else None
+        name = app.get("sass") if isinstance(app, dict) else None
+    except (OSError, ValueError, AttributeError):
+        return None
+    if isinstance(name, str) and "/" not in name and (p / name).is_file():
+        return str(p / name)
+    return None
 
 
 def open_application(path: str | os.PathLike) -> Application:
@@ -207,7 +222,7 @@ def select(app: Application, spec: str | None) -> Application:
         have = ", ".join(f"{k.kernel_id} {short_name(k.label, 40)}" for k in app.kernels[:12])
         more = f", … ({len(app.kernels)} kernels)" if len(app.kernels) > 12 else ""
         raise ApplicationError(f"{app.source}: no kernel matches --kernel {spec!r} (have: {have}{more})")
-    return Application(app.source, kernels, missing, app.memcpy)
+    return Application(app.source, kernels, missing, app.memcpy, app.sass)
 
 
 def short_name(name: str, width: int = 60) -> str:

@@ -100,7 +100,8 @@ def _register() -> None:
     """Import the subcommand modules (each adds itself to ``main``)."""
     import importlib
 
-    for mod in ("parse", "machines", "trace", "trace_run", "trace_cache", "estimate", "compare", "validate"):
+    for mod in ("parse", "machines", "trace", "trace_run", "trace_app", "trace_cache", "estimate", "compare",
+                "validate"):
         try:
             importlib.import_module(f"teg.cli.{mod}")
         except ModuleNotFoundError as exc:  # a subcommand module not written yet

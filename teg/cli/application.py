@@ -103,6 +103,8 @@ def _dispatch(kind: str, fn, kw: dict, ex: dict, own: dict) -> int | None:
             raise click.UsageError("--csv/-o list the kernels of a trace: give --trace")
         return fn(**kw)
     whole = open_application(trace)
+    if kw.get("sass") is None and whole.sass is not None and "sass" in kw:
+        kw = dict(kw, sass=Path(whole.sass))        # teg trace app's listing: the kernels' control codes
     if not forced and len(whole.kernels) == 1 and not whole.missing:
         return fn(**kw)                       # a one-kernel trace: the single-kernel command as it is
     app = select(whole, kw.get("kernel"))

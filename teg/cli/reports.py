@@ -65,7 +65,7 @@ def check_plot(path, force: bool = False) -> None:
 
     if not suffix_ok(path):
         raise PlotError(f"{path}: the plot's format comes from its suffix: .png or .svg")
-    fileio.prepare(path, fileio.figure_owned, force)
+    fileio.prepare(path, fileio.figure_owned, force, folder=False)
     _pyplot()
 
 

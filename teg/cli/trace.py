@@ -118,8 +118,9 @@ def _format_kernel(s: dict) -> str:
             lines.append("  memory by space: " + ", ".join(f"{k} {v:,}" for k, v in s["memory_by_space"].items()))
         spr = s.get("sectors_per_request")
         if spr:
-            lines.append(f"  global requests {s['global_requests']:,}: 32-B sectors per request mean "
-                         f"{spr['mean']:.2f}, min {spr['min']}, max {spr['max']}")
+            lines.append(f"  global requests {s['global_requests']:,} (loads {s['global_load_requests']:,}, "
+                         f"stores {s['global_store_requests']:,}, atomics {s['global_atomic_requests']:,}): "
+                         f"32-B sectors per request mean {spr['mean']:.2f}, min {spr['min']}, max {spr['max']}")
         if s["unknown_opcodes"]:
             lines.append(f"  opcodes unknown to {s['machine']}: " + ", ".join(s["unknown_opcodes"]))
     else:

@@ -19,6 +19,15 @@ Sections ``.nv.shared.<kernel>`` (NOBITS; on sm_90 it already includes the 1 KiB
 reserves at the bottom of the window), ``.nv.constant0.<kernel>`` (bank 0 image) and
 ``.nv.constant<N>`` / ``.nv.constant<N>.<kernel>`` (other banks: module ``__constant__`` data, or
 compiler constants of one kernel such as ``c[0x2][0x0]`` on sm_80) complete the picture.
+
+A whole program's module (:func:`read_module`) adds what its ``__device__`` / ``__constant__``
+variables need: the data objects of the ELF symbol table (``STT_OBJECT``: name, section, offset,
+size), the data sections (``.nv.global`` zero-filled, ``.nv.global.init`` initialised,
+``.nv.constant3`` the ``__constant__`` bank, ``.nv.constant4`` the bank of global addresses the SASS
+loads with ``LDC.64 R, c[0x4][…]``) and their relocations (``SHT_REL`` / ``SHT_RELA``: ``r_info >>
+32`` the symbol, ``r_info & 0xffffffff`` the type; nvcc 13 writes ``R_CUDA_64`` = 2 into
+``.nv.constant4`` and ``R_CUDA_G64`` = 4 into ``.nv.global.init`` for a pointer initialised with a
+variable's address, both "the symbol's 64-bit address plus the addend").
 """
 
 from __future__ import annotations
@@ -202,3 +211,101 @@ def _parse(data: bytes, path: str) -> dict[str, KernelImage]:
         k.params.sort(key=lambda p: p.ordinal)
         kernels[name] = k
     return kernels
+
+
+# ---- whole modules: variables, data sections, relocations -----------------------------------------
+
+SHT_PROGBITS, SHT_SYMTAB, SHT_RELA, SHT_NOBITS, SHT_REL = 1, 2, 4, 8, 9
+STT_OBJECT, STT_FUNC = 1, 2
+R_CUDA_64, R_CUDA_G64 = 2, 4          # absolute 64-bit address of the symbol (+ addend)
+
+
+@dataclass(frozen=True)
+class Symbol:
+    """An ELF symbol: ``section`` is the name of the section it lives in ('' when undefined)."""
+
+    name: str
+    section: str
+    value: int
+    size: int
+    type: int
+
+
+@dataclass(frozen=True)
+class Relocation:
+    """One relocation: patch ``section`` at ``offset`` with ``symbol``'s address plus ``addend``
+    (for ``SHT_REL`` the addend is the 8 bytes already there)."""
+
+    section: str
+    offset: int
+    type: int
+    symbol: Symbol
+    addend: int
+    explicit: bool           # SHT_RELA (addend given) or SHT_REL (addend in place)
+
+
+@dataclass
+class ModuleImage:
+    """A cubin as a program loads it: its kernels, its data sections (``name -> (size, bytes)``,
+    bytes ``None`` for a zero-filled ``NOBITS`` section), its data objects and relocations."""
+
+    path: str
+    sm: int
+    kernels: dict[str, KernelImage]
+    sections: dict[str, tuple[int, bytes | None]]
+    objects: dict[str, Symbol]
+    relocations: list[Relocation]
+
+
+def is_module_data(section: str) -> bool:
+    """Sections whose bytes are per-module variables: ``.nv.global[.init]`` and the module-scope
+    constant banks other than bank 0 (``.nv.constant3``, ``.nv.constant4`` …; not the kernels' own
+    ``.nv.constantN.<kernel>``)."""
+    if section in (".nv.global", ".nv.global.init"):
+        return True
+    digits = section[len(".nv.constant"):]
+    return section.startswith(".nv.constant") and digits.isdigit() and digits != "0"
+
+
+def _symbol_table(data: bytes, secs: list[_Section]) -> list[Symbol]:
+    symtab = next((s for s in secs if s.type == SHT_SYMTAB), None)
+    if symtab is None:
+        return []
+    strtab = secs[symtab.link]
+    out = []
+    for i in range(symtab.size // 24):
+        name, info, _other, shndx, value, size = struct.unpack_from("<IBBHQQ", data, symtab.offset + i * 24)
+        end = data.index(b"\0", strtab.offset + name)
+        sec = secs[shndx].name if 0 < shndx < len(secs) else ""
+        out.append(Symbol(data[strtab.offset + name:end].decode("ascii", "replace"), sec, value, size, info & 0xF))
+    return out
+
+
+def read_module(path: str | Path) -> ModuleImage:
+    """Parse a cubin with its variables (see the module docstring); a damaged file is an
+    :class:`EmulatorError` naming it."""
+    kernels = read_cubin(path)
+    path = str(path)
+    data = Path(path).read_bytes()
+    try:
+        secs = _sections(data, path)
+        syms = _symbol_table(data, secs)
+        sections = {s.name: (s.size, None if s.type == SHT_NOBITS else data[s.offset:s.offset + s.size])
+                    for s in secs if is_module_data(s.name)}
+        relocs = []
+        for s in secs:
+            if s.type not in (SHT_REL, SHT_RELA) or not 0 < s.info < len(secs):
+                continue
+            target = secs[s.info].name
+            step = 24 if s.type == SHT_RELA else 16
+            for i in range(s.size // step):
+                off, info = struct.unpack_from("<QQ", data, s.offset + i * step)
+                addend = struct.unpack_from("<q", data, s.offset + i * step + 16)[0] if s.type == SHT_RELA else 0
+                sym = info >> 32
+                if sym >= len(syms):
+                    raise ValueError(f"relocation in {s.name} names symbol {sym} of {len(syms)}")
+                relocs.append(Relocation(target, off, info & 0xFFFFFFFF, syms[sym], addend, s.type == SHT_RELA))
+    except (struct.error, IndexError, ValueError) as exc:
+        raise EmulatorError(f"{path}: damaged cubin ({exc.__class__.__name__}: {exc})") from None
+    objects = {s.name: s for s in syms if s.type == STT_OBJECT and is_module_data(s.section)}
+    return ModuleImage(path, _target_sm(data), kernels, sections, objects, relocs)

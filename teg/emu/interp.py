@@ -33,7 +33,7 @@ from numba import njit
 
 from teg.emu import ops as O
 from teg.emu.numerics import (M32, adjust_f64, bits_of_f32, bits_of_f64, f2h, f2i, f32_of, f64_of, fma,
-                              ftz32, h2f, round_f32_bits, round_int, s32)
+                              fma_f32_bits, ftz32, h2f, round_f32_bits, round_int, s32)
 
 FULL = 0xFFFFFFFF
 
@@ -306,10 +306,22 @@ def _mem_fault(err, code, ins, tid, addr):
 
 @njit(cache=True)
 def _gofs(addr, width, alo, ahi):
-    """Offset of a global access in the heap, or -1 when it is not inside one allocation."""
-    for j in range(alo.shape[0]):
-        if addr >= alo[j] and addr + width <= ahi[j]:
-            return addr - alo[0]
+    """Offset of a global access in the heap, or -1 when it is not inside one allocation. The
+    ranges ``[alo[j], ahi[j])``, ``j >= 1``, are ascending and disjoint (``alo[0] == ahi[0]`` is the
+    heap's base): a binary search finds the last one starting at or below ``addr`` (a program
+    under ``teg trace app`` may hold hundreds of allocations)."""
+    lo = 1
+    hi = alo.shape[0] - 1
+    j = 0
+    while lo <= hi:
+        mid = (lo + hi) >> 1
+        if alo[mid] <= addr:
+            j = mid
+            lo = mid + 1
+        else:
+            hi = mid - 1
+    if j > 0 and addr + width <= ahi[j]:
+        return addr - alo[0]
     return -1
 
 
@@ -992,11 +1004,14 @@ def _x_r2p(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
 
 
 @njit(cache=True)
-def _x_fadd(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf):
-    """FADD d = a + b, FMUL d = a·b, FFMA d = a·b + c (fused) in float32 (m0 rounding, m1 .FTZ on
-    inputs and result, m2 .SAT)."""
+def _x_fadd(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf, sq, sd):
+    """FADD d = a + b, FMUL d = a·b·2^m3 (.D2/.D4/.D8: m3 = -1/-2/-3, .M2/.M4/.M8: 1/2/3; the exact
+    product is scaled, then rounded once), FFMA d = a·b + c (fused: one rounding,
+    numerics.fma_f32_bits) in float32 (m0 rounding, m1 .FTZ on inputs and result, m2 .SAT). A
+    float32 sum or product is computed exactly in double (53 >= 2*24 + 2 bits), so rounding it to
+    float32 is the only rounding."""
     op = code[pc, O.C_OP]
-    m0, m1, m2, _, _ = _mods(code, pc)
+    m0, m1, m2, m3, _ = _mods(code, pc)
     k1, r1, v1, f1 = _opnd(okind, oreg, oval, oflag, pc, 1)
     k2, r2, v2, f2 = _opnd(okind, oreg, oval, oflag, pc, 2)
     k3, r3, v3, f3 = _opnd(okind, oreg, oval, oflag, pc, 3)
@@ -1011,16 +1026,15 @@ def _x_fadd(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf):
                 x = ftz32(x)
                 y = ftz32(y)
             if op == O.OP_FADD:
-                d = x + y
+                res = round_f32_bits(x + y, m0, su, sf)
             elif op == O.OP_FMUL:
-                d = x * y
+                res = round_f32_bits(x * y * (2.0 ** m3), m0, su, sf)
             else:
                 c = np.int64(regs[w, r3, l]) if k3 == O.K_REG else v3 & M32
                 z = _fmod(f32_of(c, su, sf), f3)
                 if m1:
                     z = ftz32(z)
-                d = fma(x, y, z)
-            res = round_f32_bits(d, m0, su, sf)
+                res = fma_f32_bits(x, y, z, m0, su, sf, sq, sd)
             if m1 or m2:
                 fr = f32_of(res, su, sf)
                 if m1:
@@ -1086,8 +1100,12 @@ def _x_mufu(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf, sq, 
 
 @njit(cache=True)
 def _x_fchk(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
-    """FCHK pd, a, b: true when a/b needs the slow path (special or denormal operands, or an
-    exponent difference the fast reciprocal path cannot handle)."""
+    """FCHK pd, a, b: true when a/b needs the slow path (special operands, a zero or denormal
+    numerator or divisor, or an exponent difference the fast reciprocal path cannot handle). A zero
+    numerator must go there: the fast path's first product a*rcp(b) is added to +0 (RZ), which turns
+    0 / negative into +0 instead of -0; Nsight Compute's counts of Rodinia gaussian's Fan1 show the
+    extra instructions (44 per warp whose column holds a zero), and on an H200 0/1.4 and -0/1.4 cost
+    252 cycles per dependent division against 49 for 1/1.4 (2^-103/1.4: 263)."""
     k1, r1, v1, _ = _opnd(okind, oreg, oval, oflag, pc, 1)
     k2, r2, v2, _ = _opnd(okind, oreg, oval, oflag, pc, 2)
     res = 0
@@ -1097,8 +1115,8 @@ def _x_fchk(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
             b = _u32(regs, w, l, k2, r2, v2)
             ea = (a >> 23) & 0xFF
             eb = (b >> 23) & 0xFF
-            slow = eb == 0 or eb == 255 or ea == 255 or (ea == 0 and (a & 0x7FFFFF) != 0)
-            if not slow and ea != 0:
+            slow = eb == 0 or eb == 255 or ea == 255 or ea == 0
+            if not slow:
                 diff = ea - eb
                 slow = diff >= 126 or diff <= -126 or eb >= 253 or ea <= 24
             if slow:
@@ -1220,13 +1238,13 @@ def _x_s2r(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, block_xyz, cx
             tx = t % bx
             ty = (t // bx) % by
             tz = t // (bx * by)
-            v = _sreg(v1, t, tx, ty, tz, cx, cy, cz, l, cnt[0]) if k1 == O.K_SREG else 0
+            v = _sreg(v1, t, tx, ty, tz, cx, cy, cz, l, cnt[0] + cnt[2]) if k1 == O.K_SREG else 0
             if op == O.OP_CS2R and v1 == 14:
                 v = 0
             if r0 != O.RZ_ROW and r0 != O.URZ_ROW:
                 regs[w, r0, l] = np.uint32(v & M32)
                 if op == O.OP_CS2R and m0 == 8:
-                    hi = _sreg(13, t, tx, ty, tz, cx, cy, cz, l, cnt[0]) if v1 == 12 else 0
+                    hi = _sreg(13, t, tx, ty, tz, cx, cy, cz, l, cnt[0] + cnt[2]) if v1 == 12 else 0
                     regs[w, r0 + 1, l] = np.uint32(hi)
     return 0
 
@@ -1650,7 +1668,7 @@ def run_warp(w, code, okind, oreg, oval, oflag, regs, pm, lane_pc, lane_st, lane
             elif op == O.OP_R2P:
                 _x_r2p(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
             elif op == O.OP_FADD or op == O.OP_FMUL or op == O.OP_FFMA:
-                _x_fadd(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf)
+                _x_fadd(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf, sq, sd)
             elif op == O.OP_FMNMX:
                 _x_fmnmx(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf)
             elif op == O.OP_MUFU:

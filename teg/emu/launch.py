@@ -23,6 +23,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -151,22 +152,68 @@ def _geometry_offsets(sm: int) -> tuple[int, int, int]:
 
 
 def _constant_bank(image: KernelImage, args: list[Arg], addresses: dict[int, int], grid, block, local_size) -> bytes:
+    """Constant bank 0 of a launch with the parsed ``args`` (buffers at ``addresses``)."""
+    return constant_bank0(image, pack_params(image, args, addresses), grid, block, local_size)
+
+
+def pack_params(image: KernelImage, args: list[Arg], addresses: dict[int, int]) -> bytes:
+    """The parameter buffer of a launch: each argument's bytes (a buffer's device address for an
+    array) at its parameter's offset (``EIATTR_KPARAM_INFO``)."""
     params = image.params
     if len(args) != len(params):
         raise EmulatorError(f"kernel {image.name} takes {len(params)} arguments, {len(args)} given")
-    end = image.param_base + (max((p.offset + p.size for p in params), default=0))
-    ntid, nctaid, stack = _geometry_offsets(image.sm)
-    size = max(len(image.constant0), end, stack + 8)
-    cb = bytearray(image.constant0.ljust(size, b"\0"))
-    struct.pack_into("<3I", cb, ntid, *block)
-    struct.pack_into("<3I", cb, nctaid, *grid)
-    struct.pack_into("<I", cb, stack, local_size)
+    buf = bytearray(max((p.offset + p.size for p in params), default=0))
     for i, (p, a) in enumerate(zip(params, args)):
         raw = struct.pack("<Q", addresses[i]) if a.array is not None else a.scalar
         if len(raw) != p.size:
             raise EmulatorError(f"kernel {image.name}: argument {a.name} is {len(raw)} bytes, parameter {i} has {p.size}")
-        cb[image.param_base + p.offset:image.param_base + p.offset + p.size] = raw
+        buf[p.offset:p.offset + p.size] = raw
+    return bytes(buf)
+
+
+def constant_bank0(image: KernelImage, params: bytes, grid, block, local_size: int) -> bytes:
+    """Constant bank 0 of a launch: the cubin's image with the launch geometry, the stack pointer
+    and the packed parameter buffer ``params`` (:func:`pack_params`) written in."""
+    ntid, nctaid, stack = _geometry_offsets(image.sm)
+    size = max(len(image.constant0), image.param_base + len(params), stack + 8)
+    cb = bytearray(image.constant0.ljust(size, b"\0"))
+    struct.pack_into("<3I", cb, ntid, *block)
+    struct.pack_into("<3I", cb, nctaid, *grid)
+    struct.pack_into("<I", cb, stack, local_size)
+    cb[image.param_base:image.param_base + len(params)] = params
     return bytes(cb.ljust((len(cb) + 7) // 8 * 8, b"\0"))
+
+
+def local_window(image: KernelImage) -> int:
+    """Bytes of the per-thread local window: the frame rounded up to 16, at least 16."""
+    return max((image.local_frame + LOCAL_ALIGN - 1) // LOCAL_ALIGN * LOCAL_ALIGN, LOCAL_ALIGN)
+
+
+def flatten_banks(lw: Lowered, banks: dict[int, bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per launch: ``(okind, oval, oflag, cb32)`` — ``c[bank][offset]`` operands resolved to
+    immediates (:func:`resolve_constants`), and the banks laid one after another in ``cb32`` (bank 0
+    first, each further bank at a 16-byte boundary) with every register-indexed read of bank ``b``
+    (``LDC R, c[0x3][R2+0x10]``: user ``__constant__`` data) turned into a read of bank 0 at
+    ``offset + base of b``, so the interpreter reads every bank through one array."""
+    okind, oval = resolve_constants(lw, banks)
+    oflag = lw.oflag
+    flat = bytearray(banks[0])
+    base = {0: 0}
+    for b in sorted(k for k in banks if k != 0):
+        flat.extend(b"\0" * (-len(flat) % 16))
+        base[b] = len(flat)
+        flat.extend(banks[b])
+    rows, cols = np.nonzero(okind == O.K_CIDX)
+    if len(rows):
+        bank = (oflag[rows, cols] >> 24) & 0xFF
+        move = (bank != 0) & np.isin(bank, list(base))
+        if move.any():
+            oflag = oflag.copy()
+            r, c = rows[move], cols[move]
+            oval[r, c] += np.array([base[int(b)] for b in bank[move]], np.int64)
+            oflag[r, c] &= ~np.int64(0xFF << 24)
+    flat.extend(b"\0" * (-len(flat) % 16 or 16))
+    return okind, oval, oflag, np.frombuffer(bytes(flat), np.uint32).copy()
 
 
 def _static_columns(prog: Program, lw: Lowered):
@@ -189,7 +236,30 @@ def _static_columns(prog: Program, lw: Lowered):
     return opcodes, opc, dst, src
 
 
-def _fault(err, sched, lw: Lowered, mem: DeviceMemory, grid, block, local_size, shared_size) -> Exception:
+@dataclass
+class GlobalMemory:
+    """Device memory as one launch sees it: ``heap`` (bytes; byte 0 is address ``lo[0]``) and the
+    address ranges an access may touch, ``[lo[i], hi[i])`` for ``i >= 1``, ascending and disjoint
+    (``lo[0] == hi[0]``, the heap's base). ``describe(address)`` names the ranges for a fault message."""
+
+    heap: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    describe: Callable[[int], str]
+
+
+def _buffers_text(mem: DeviceMemory) -> Callable[[int], str]:
+    return lambda addr: "buffers: " + (", ".join(f"{b.name} [{b.address:#x}, {b.address + b.nbytes:#x})"
+                                                  for b in mem.buffers) or "none")
+
+
+def _fault(err, sched, lw: Lowered, describe: Callable[[int], str], grid, block, local_size, shared_size) -> Exception:
+    exc = _fault_of(err, sched, lw, describe, grid, block, local_size, shared_size)
+    exc.emu_code = int(err[0])         # the interpreter's E_* code (what a runtime reports to the program)
+    return exc
+
+
+def _fault_of(err, sched, lw: Lowered, describe, grid, block, local_size, shared_size) -> Exception:
     code, ins, tid, addr = (int(x) for x in err[:4])
     prog = lw.program
     if code == I.E_UNSUPPORTED:
@@ -201,8 +271,7 @@ def _fault(err, sched, lw: Lowered, mem: DeviceMemory, grid, block, local_size, 
     where = (f"kernel {prog.name}: {i.opcode} at PC {i.address:#06x} by thread ({txyz[0]},{txyz[1]},{txyz[2]}) "
              f"of block ({bxyz[0]},{bxyz[1]},{bxyz[2]})")
     if code == I.E_GLOBAL:
-        spans = ", ".join(f"{b.name} [{b.address:#x}, {b.address + b.nbytes:#x})" for b in mem.buffers) or "none"
-        return MemoryFault(f"{where}: out-of-bounds global access at address {addr:#x} (buffers: {spans})")
+        return MemoryFault(f"{where}: out-of-bounds global access at address {addr:#x} ({describe(addr)})")
     if code == I.E_SHARED:
         return MemoryFault(f"{where}: shared-memory access at offset {addr:#x} outside the {shared_size}-byte window")
     if code == I.E_LOCAL:
@@ -210,18 +279,14 @@ def _fault(err, sched, lw: Lowered, mem: DeviceMemory, grid, block, local_size, 
     if code == I.E_ALIGN:
         return MemoryFault(f"{where}: misaligned access at address {addr:#x}")
     if code == I.E_CONST:
-        return MemoryFault(f"{where}: constant-bank read at offset {addr:#x} outside bank 0")
+        return MemoryFault(f"{where}: constant-bank read at offset {addr:#x} outside the constant banks")
     if code == I.E_DEADLOCK:
         return EmulatorError(f"{where}: every live lane of the warp waits on a convergence barrier (deadlock)")
     return EmulatorError(f"{where}: control transfer to byte address {addr:#x}, not an instruction")
 
 
-def emulate(prog: Program, image: KernelImage, grid, block, args: list, shmem: int = 0,
-            initial_rows: int = 1 << 16, max_rows: int = 64_000_000) -> EmulationResult:
-    """Run ``prog`` for the launch ``grid`` × ``block`` with ``args`` (specs or values, see
-    :mod:`teg.emu.args`) and ``shmem`` bytes of dynamic shared memory. A launch that executes more
-    than ``max_rows`` warp instructions stops with an error (an endless loop, or a launch too big
-    to trace)."""
+def check_launch(prog: Program, image: KernelImage, grid, block, shmem: int, max_rows: int):
+    """The launch as three-int ``(grid, block)``; an :class:`EmulatorError` for a launch no GPU runs."""
     grid, block = _dim3(grid), _dim3(block)
     problem = launch_problem(grid, block)
     if problem:
@@ -233,23 +298,197 @@ def emulate(prog: Program, image: KernelImage, grid, block, args: list, shmem: i
     nthreads = block[0] * block[1] * block[2]
     if nthreads > MAX_THREADS_PER_BLOCK:
         raise EmulatorError(f"block of {nthreads} threads exceeds {MAX_THREADS_PER_BLOCK}")
-    if shmem < 0:
-        raise EmulatorError("dynamic shared memory size must be ≥ 0")
+    return grid, block
+
+
+def emulate(prog: Program, image: KernelImage, grid, block, args: list, shmem: int = 0,
+            initial_rows: int = 1 << 20, max_rows: int = 64_000_000) -> EmulationResult:
+    """Run ``prog`` for the launch ``grid`` × ``block`` with ``args`` (specs or values, see
+    :mod:`teg.emu.args`) and ``shmem`` bytes of dynamic shared memory. A launch that executes more
+    than ``max_rows`` warp instructions stops with an error (an endless loop, or a launch too big
+    to trace)."""
+    grid, block = check_launch(prog, image, grid, block, shmem, max_rows)
     if len(args) != len(image.params):
         raise EmulatorError(f"kernel {prog.name} takes {len(image.params)} arguments, {len(args)} given")
     parsed = [parse_arg(a, p.size, i) for i, (a, p) in enumerate(zip(args, image.params))]
     mem = DeviceMemory()
     addresses = {i: mem.alloc(a.name, a.array).address for i, a in enumerate(parsed) if a.array is not None}
-    local_size = max((image.local_frame + LOCAL_ALIGN - 1) // LOCAL_ALIGN * LOCAL_ALIGN, LOCAL_ALIGN)
-    cb = _constant_bank(image, parsed, addresses, grid, block, local_size)
-    lw = lower(prog)
-    banks = dict(image.banks)
-    banks[0] = cb
-    okind, oval = resolve_constants(lw, banks)
+    params = pack_params(image, parsed, addresses)
     heap, alo, ahi = mem.heap()
+    sink = TraceCollector()
+    execute(prog, image, grid, block, shmem, params, GlobalMemory(heap, alo, ahi, _buffers_text(mem)), sink,
+            max_rows=max_rows, chunk_rows=max(int(initial_rows), 1 << 10))
+    kt = sink.kernel_trace()
+    outputs = mem.read_back(heap)
+    trace = Trace(kernels=[kt], memcpy=[(b.address, b.nbytes) for b in mem.buffers], source=prog.source)
+    return EmulationResult(trace, outputs, prog)
+
+
+# ---- running a launch with the trace streamed out in whole blocks --------------------------------
+
+CHUNK_ROWS = 1 << 20          # trace rows held before the finished blocks' rows are handed on
+ADDRS_PER_ROW = 8             # address slots per row slot (a memory row of a full warp takes 32)
+
+
+@dataclass
+class Compiled:
+    """What one kernel's launches share: the lowered code and the trace's static columns."""
+
+    program: Program
+    image: KernelImage
+    lowered: Lowered
+    static: tuple
+    ins_addr: np.ndarray
+
+    @classmethod
+    def of(cls, prog: Program, image: KernelImage) -> "Compiled":
+        lw = lower(prog)
+        return cls(prog, image, lw, _static_columns(prog, lw),
+                   np.array([i.address for i in prog.instructions], np.int64))
+
+
+class RowSink:
+    """Where the rows of a launch go, handed over in whole blocks (execution order, blocks
+    ascending). ``record = False``: nothing is kept (the rows are counted and dropped);
+    ``keeps``: every row stays in memory until the launch ends (its growth is checked against the
+    memory this process may use, :func:`_check_recording`)."""
+
+    record = True
+    keeps = False
+
+    def start(self, info: KernelInfo, compiled: Compiled, nwarps: int) -> None:
+        self.info, self.compiled, self.nwarps = info, compiled, nwarps
+        self.per_warp = np.zeros(nwarps, np.int64)
+
+    def add(self, rw, ri, rm, rna, addrs) -> None:
+        rows, n_addr, addresses = expand_rows(self.compiled, self.info, rw, ri, rm, rna, addrs)
+        if len(rows["warp"]):
+            u, c = np.unique(rows["warp"], return_counts=True)
+            self.per_warp[u] += c
+        self.take(rows, n_addr, addresses)
+
+    def take(self, rows: dict, n_addr: np.ndarray, addresses: np.ndarray) -> None:
+        raise NotImplementedError
+
+    def layout(self):
+        """``(warp_start, warp_block, block_xyz)`` of the launch once every row was handed over."""
+        info, nw = self.info, self.info.warps_per_block
+        grid = info.grid
+        warp_start = np.zeros(self.nwarps + 1, np.int64)
+        np.cumsum(self.per_warp, out=warp_start[1:])
+        b = np.arange(info.num_blocks)
+        block_xyz = np.stack([b % grid[0], b // grid[0] % grid[1], b // (grid[0] * grid[1])], axis=1).astype(np.int32)
+        return warp_start, (np.arange(self.nwarps) // nw).astype(np.int32), block_xyz
+
+
+class Discard(RowSink):
+    """Rows counted, not kept (a launch that runs untraced)."""
+
+    record = False
+
+
+class TraceCollector(RowSink):
+    """Keeps the rows in memory and builds the launch's :class:`KernelTrace`."""
+
+    keeps = True
+
+    def start(self, info, compiled, nwarps) -> None:
+        super().start(info, compiled, nwarps)
+        self.parts: list[tuple[dict, np.ndarray, np.ndarray]] = []
+
+    def take(self, rows, n_addr, addresses) -> None:
+        self.parts.append((rows, n_addr, addresses))
+
+    def kernel_trace(self) -> KernelTrace:
+        cols = {name: (np.concatenate([p[0][name] for p in self.parts]) if self.parts
+                       else np.zeros((0, *COLUMN_SHAPES[name][1]), COLUMN_SHAPES[name][0]))
+                for name in COLUMN_SHAPES}
+        n_addr = np.concatenate([p[1] for p in self.parts]) if self.parts else np.zeros(0, np.int64)
+        addresses = np.concatenate([p[2] for p in self.parts]) if self.parts else np.zeros(0, np.uint64)
+        addr_start = np.zeros(len(n_addr) + 1, np.int64)
+        np.cumsum(n_addr, out=addr_start[1:])
+        warp_start, warp_block, block_xyz = self.layout()
+        return KernelTrace(info=self.info, opcodes=list(self.compiled.static[0]), addr_start=addr_start,
+                           addresses=addresses, warp_start=warp_start, warp_block=warp_block, block_xyz=block_xyz,
+                           extras=_tracer_view(self.compiled.program), **cols)
+
+
+class TraceStreamer(RowSink):
+    """Appends the rows to a native trace's :class:`~teg.trace.native.KernelWriter` as they come
+    (memory stays bounded by one chunk of rows whatever the launch's length)."""
+
+    def __init__(self, writer):
+        self.writer = writer
+
+    def take(self, rows, n_addr, addresses) -> None:
+        self.writer.append_rows(rows, n_addr, addresses)
+
+    def finish(self) -> dict:
+        warp_start, warp_block, block_xyz = self.layout()
+        return self.writer.finish(self.info, list(self.compiled.static[0]), warp_start, warp_block, block_xyz,
+                                  _tracer_view(self.compiled.program))
+
+
+# trace columns a RowSink receives per row: dtype and trailing shape (teg.trace.model.KernelTrace)
+COLUMN_SHAPES = {"warp": (np.int32, ()), "block": (np.int32, ()), "pc": (np.int64, ()), "opcode": (np.int32, ()),
+                 "mask": (np.uint32, ()), "dst": (np.int16, (MAX_TRACE_DST,)), "src": (np.int16, (MAX_TRACE_SRC,)),
+                 "mem_width": (np.int16, ()), "imm": (np.int64, ())}
+
+
+def expand_rows(compiled: Compiled, info: KernelInfo, rw, ri, rm, rna, addrs):
+    """Rows of whole blocks in execution order → trace columns grouped by warp (a stable sort:
+    each warp's rows stay in execution order) with each row's static columns expanded; returns
+    ``(columns, addresses per row, addresses)``."""
+    _, opc, dst, src = compiled.static
+    lw = compiled.lowered
+    order = np.argsort(rw, kind="stable")
+    counts = rna.astype(np.int64)
+    starts = np.zeros(len(counts) + 1, np.int64)
+    np.cumsum(counts, out=starts[1:])
+    c_sorted = counts[order]
+    total = int(starts[-1])
+    if total:
+        firsts = np.zeros(len(order) + 1, np.int64)
+        np.cumsum(c_sorted, out=firsts[1:])
+        gather = np.repeat(starts[:-1][order] - firsts[:-1], c_sorted) + np.arange(total, dtype=np.int64)
+        addresses = addrs[gather]
+    else:
+        addresses = np.zeros(0, np.uint64)
+    warp = rw[order].astype(np.int32)
+    ins = ri[order]
+    nw = info.warps_per_block
+    rows = {"warp": warp, "block": (warp // nw).astype(np.int32), "pc": compiled.ins_addr[ins], "opcode": opc[ins],
+            "mask": rm[order].astype(np.uint32), "dst": dst[ins], "src": src[ins], "mem_width": lw.mem_width[ins],
+            "imm": lw.imm[ins]}
+    return rows, c_sorted, addresses
+
+
+def execute(prog: Program, image: KernelImage, grid, block, shmem: int, params: bytes, mem: GlobalMemory,
+            sink: RowSink, banks: dict[int, bytes] | None = None, max_rows: int = 64_000_000,
+            compiled: Compiled | None = None, kernel_id: int = 0, stream: int = 0,
+            chunk_rows: int = CHUNK_ROWS, progress: Callable[[int], None] | None = None) -> int:
+    """Run one launch (``grid``/``block`` checked by :func:`check_launch`) on ``mem`` with the
+    packed parameter buffer ``params`` and the module's constant ``banks`` (default: the cubin's),
+    handing its rows to ``sink`` in whole blocks; returns the warp instructions executed.
+
+    The rows are recorded into fixed buffers of ``chunk_rows`` rows; when they fill, the rows of
+    the blocks already finished go to the sink and the running block's rows move to the front
+    (only a block longer than the buffers makes them grow). More than ``max_rows`` warp
+    instructions is an :class:`EmulatorError`."""
+    nthreads = block[0] * block[1] * block[2]
+    compiled = compiled or Compiled.of(prog, image)
+    lw = compiled.lowered
+    local_size = local_window(image)
+    cb = constant_bank0(image, params, grid, block, local_size)
+    all_banks = dict(image.banks if banks is None else banks)
+    all_banks[0] = cb
+    okind, oval, oflag, cb32 = flatten_banks(lw, all_banks)
     shared_size = (image.shared_static + shmem + 3) // 4 * 4 or 4
     nw = (nthreads + 31) // 32
     nblocks = grid[0] * grid[1] * grid[2]
+    info = KernelInfo(name=prog.name, kernel_id=kernel_id, grid=grid, block=block, shmem=image.shared_static + shmem,
+                      nregs=image.nregs, binary_version=prog.sm, stream=stream)
+    sink.start(info, compiled, nblocks * nw)
     s8 = np.zeros(shared_size, np.uint8)
     l8 = np.zeros(nw * 32 * local_size, np.uint8)
     regs = np.zeros((nw, O.NUM_ROWS, 32), np.uint32)
@@ -261,92 +500,71 @@ def emulate(prog: Program, image: KernelImage, grid, block, args: list, shmem: i
     grp = np.zeros((nw, 2), np.int64)
     wstat = np.zeros(nw, np.int64)
     sched = np.zeros(2, np.int64)
-    cnt = np.zeros(2, np.int64)
+    cnt = np.zeros(3, np.int64)          # rows held, addresses held, rows already handed on
     err = np.zeros(4, np.int64)
-    ins_addr = np.array([i.address for i in prog.instructions], np.int64)
-    rows_w = np.zeros(initial_rows, np.int32)
-    rows_i = np.zeros(initial_rows, np.int32)
-    rows_m = np.zeros(initial_rows, np.uint32)
-    rows_na = np.zeros(initial_rows, np.int32)
-    addrs = np.zeros(initial_rows * 4, np.uint64)
-    g32, s32, l32, cb32 = heap.view(np.uint32), s8.view(np.uint32), l8.view(np.uint32), np.frombuffer(cb, np.uint32).copy()
-    code = lw.code
+    cap = int(chunk_rows)
+    if sink.record:
+        _check_recording(prog.name, 0, cap * 16 + (cap * ADDRS_PER_ROW + 64) * 8, max_rows, sink, 0)
+    rows_w = np.empty(cap, np.int32)
+    rows_i = np.empty(cap, np.int32)
+    rows_m = np.empty(cap, np.uint32)
+    rows_na = np.empty(cap, np.int32)
+    addrs = np.empty(cap * ADDRS_PER_ROW + 64, np.uint64)
+    heap = mem.heap
+    g32, s32, l32 = heap.view(np.uint32), s8.view(np.uint32), l8.view(np.uint32)
+    grid_a, block_a = np.array(grid, np.int64), np.array(block, np.int64)
     while True:
-        st = I.run_blocks(code, okind, lw.oreg, oval, lw.oflag, ins_addr, np.array(grid, np.int64),
-                          np.array(block, np.int64), nblocks, heap, g32, alo, ahi, s8, s32, l8, l32, local_size,
-                          cb32, regs, pm, lane_pc, lane_st, lane_wait, bar, grp, wstat, sched,
-                          rows_w, rows_i, rows_m, rows_na, addrs, cnt, err)
+        room = min(rows_w.shape[0], max_rows + 1 - int(cnt[2]))     # the row past max_rows stops the run
+        st = I.run_blocks(lw.code, okind, lw.oreg, oval, oflag, compiled.ins_addr, grid_a, block_a, nblocks,
+                          heap, g32, mem.lo, mem.hi, s8, s32, l8, l32, local_size, cb32, regs, pm, lane_pc, lane_st,
+                          lane_wait, bar, grp, wstat, sched, rows_w[:room], rows_i[:room], rows_m[:room],
+                          rows_na[:room], addrs, cnt, err)
+        n, na = int(cnt[0]), int(cnt[1])
         if st == I.ST_OK:
-            break
+            if sink.record and n:
+                sink.add(rows_w[:n], rows_i[:n], rows_m[:n], rows_na[:n], addrs[:na])
+            return int(cnt[2]) + n
         if st != I.ST_FULL:
-            raise _fault(err, sched, lw, mem, grid, block, local_size, shared_size)
-        n = int(cnt[0])
-        if n >= max_rows:
+            raise _fault(err, sched, lw, mem.describe, grid, block, local_size, shared_size)
+        if int(cnt[2]) + n > max_rows:
             raise EmulatorError(f"kernel {prog.name}: more than {max_rows:,} warp instructions executed "
-                                f"(stopped in block {int(sched[0])}): an endless loop, or a launch larger than that "
-                                "(raise --max-instructions)")
-        grow = min(rows_w.shape[0] * 2, max_rows + 1) if n >= rows_w.shape[0] else rows_w.shape[0]
-        grow_a = addrs.shape[0] * 2 if int(cnt[1]) + 64 > addrs.shape[0] else addrs.shape[0]
-        _check_recording(prog.name, n, grow, grow_a, max_rows)
-        if grow > rows_w.shape[0]:
-            rows_w, rows_i, rows_m, rows_na = (_grown(a, grow) for a in (rows_w, rows_i, rows_m, rows_na))
-        if grow_a > addrs.shape[0]:
-            addrs = _grown(addrs, grow_a)
-    n, na = int(cnt[0]), int(cnt[1])
-    kt = _build_trace(prog, lw, image, grid, block, shmem, nw, rows_w[:n], rows_i[:n], rows_m[:n], rows_na[:n], addrs[:na])
-    outputs = mem.read_back(heap)
-    trace = Trace(kernels=[kt], memcpy=[(b.address, b.nbytes) for b in mem.buffers], source=prog.source)
-    return EmulationResult(trace, outputs, prog)
+                                f"(stopped in block {int(sched[0])}): an endless loop, or a launch longer than --max-instructions")
+        if progress is not None:
+            progress(int(cnt[2]) + n)
+        if not sink.record:
+            cnt[0], cnt[1], cnt[2] = 0, 0, cnt[2] + n
+            continue
+        done = int(np.searchsorted(rows_w[:n] // nw, int(sched[0]), side="left"))   # rows of finished blocks
+        if done == 0:            # one block fills the buffers: make them larger
+            grow = 2 * rows_w.shape[0] if n >= rows_w.shape[0] else rows_w.shape[0]
+            grow_a = 2 * addrs.shape[0] if na + 64 > addrs.shape[0] else addrs.shape[0]
+            _check_recording(prog.name, int(cnt[2]) + n, (grow - rows_w.shape[0]) * 16 + (grow_a - addrs.shape[0]) * 8,
+                             max_rows, sink, int(cnt[2]) + n)
+            if grow > rows_w.shape[0]:
+                rows_w, rows_i, rows_m, rows_na = (np.resize(a, grow) for a in (rows_w, rows_i, rows_m, rows_na))
+            if grow_a > addrs.shape[0]:
+                addrs = np.resize(addrs, grow_a)
+            continue
+        if sink.keeps:           # the rows handed on stay in memory, and are copied once more at the end
+            _check_recording(prog.name, int(cnt[2]) + n, 0, max_rows, sink, int(cnt[2]) + done)
+        adone = int(rows_na[:done].sum())
+        sink.add(rows_w[:done], rows_i[:done], rows_m[:done], rows_na[:done], addrs[:adone])
+        for a in (rows_w, rows_i, rows_m, rows_na):
+            a[:n - done] = a[done:n].copy()
+        addrs[:na - adone] = addrs[adone:na].copy()
+        cnt[0], cnt[1], cnt[2] = n - done, na - adone, cnt[2] + done
 
 
-def _grown(a: np.ndarray, n: int) -> np.ndarray:
-    """``a``'s entries at the start of a new array of ``n`` (the rest zero)."""
-    out = np.zeros(n, a.dtype)
-    out[:a.shape[0]] = a
-    return out
+def _check_recording(kernel: str, done: int, buffers: int, max_rows: int, sink: RowSink, kept: int) -> None:
+    """Refuse, before it allocates, a recording that would need more memory than this process may
+    use (:mod:`teg.hostmem`): ``buffers`` more bytes of row buffers, and for a sink that keeps its
+    rows (``kept`` of them by then) their trace columns and the final trace built from them."""
+    from teg.hostmem import EMU_ROW_BYTES, require
 
-
-def _check_recording(kernel: str, done: int, rows: int, addresses: int, max_rows: int) -> None:
-    """Refuse, before the record grows to ``rows`` rows and ``addresses`` addresses, a trace whose
-    recording and building would need more memory than this process may use (:mod:`teg.hostmem`)."""
-    from teg.hostmem import EMU_ADDRESS_BYTES, EMU_ROW_BYTES, require
-
-    require(rows * EMU_ROW_BYTES + addresses * EMU_ADDRESS_BYTES,
-            f"kernel {kernel}: recording its trace past {done:,} warp instructions",
+    need = buffers + (kept * EMU_ROW_BYTES if sink.keeps else 0)
+    what = f"past {done:,} warp instructions" if done else "(its row buffers)"
+    require(need, f"kernel {kernel}: recording its trace {what}",
             f"lower --max-instructions (now {max_rows:,}) to stop it sooner, or emulate a smaller launch (--grid)")
-
-
-def _build_trace(prog, lw, image, grid, block, shmem, nw, rw, ri, rm, rna, addrs) -> KernelTrace:
-    """Group rows by warp (stable: each warp's rows stay in execution order) and expand the static
-    columns of each row's instruction."""
-    order = np.argsort(rw, kind="stable")
-    counts = rna.astype(np.int64)
-    starts = np.zeros(len(counts) + 1, np.int64)
-    np.cumsum(counts, out=starts[1:])
-    c_sorted = counts[order]
-    addr_start = np.zeros(len(order) + 1, np.int64)
-    np.cumsum(c_sorted, out=addr_start[1:])
-    gather = np.repeat(starts[:-1][order] - addr_start[:-1], c_sorted) + np.arange(addr_start[-1], dtype=np.int64)
-    addresses = addrs[gather] if len(gather) else np.zeros(0, np.uint64)
-    warp = rw[order].astype(np.int32)
-    ins = ri[order]
-    nblocks = grid[0] * grid[1] * grid[2]
-    nwarps = nblocks * nw
-    per_warp = np.bincount(warp, minlength=nwarps) if len(warp) else np.zeros(nwarps, np.int64)
-    warp_start = np.zeros(nwarps + 1, np.int64)
-    np.cumsum(per_warp, out=warp_start[1:])
-    opcodes, opc, dst, src = _static_columns(prog, lw)
-    ins_addr = np.array([i.address for i in prog.instructions], np.int64)
-    b = np.arange(nblocks)
-    block_xyz = np.stack([b % grid[0], b // grid[0] % grid[1], b // (grid[0] * grid[1])], axis=1).astype(np.int32)
-    info = KernelInfo(name=prog.name, grid=grid, block=block, shmem=image.shared_static + shmem, nregs=image.nregs,
-                      binary_version=prog.sm)
-    return KernelTrace(
-        info=info, opcodes=opcodes, warp=warp, block=(warp // nw).astype(np.int32), pc=ins_addr[ins],
-        opcode=opc[ins], mask=rm[order].astype(np.uint32), dst=dst[ins], src=src[ins],
-        mem_width=lw.mem_width[ins], imm=lw.imm[ins], addr_start=addr_start, addresses=addresses.astype(np.uint64),
-        warp_start=warp_start, warp_block=(np.arange(nwarps) // nw).astype(np.int32), block_xyz=block_xyz,
-        extras=_tracer_view(prog))
 
 
 def _tracer_view(prog: Program) -> dict[str, np.ndarray]:

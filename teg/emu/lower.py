@@ -86,6 +86,8 @@ def _pslot(flat: int, uniform: bool) -> int:
 def _float_bits(x: float, prec: str) -> int:
     if prec == "f64":
         return struct.unpack("<q", struct.pack("<d", x))[0]
+    if prec == "f64hi":      # the high word of a double (MUFU.RCP64H R3, 225: 225.0 -> 0x406c2000)
+        return struct.unpack("<Q", struct.pack("<d", x))[0] >> 32
     if prec == "f16":
         return struct.unpack("<H", struct.pack("<e", x))[0]
     return struct.unpack("<I", struct.pack("<f", x))[0]
@@ -155,6 +157,15 @@ def _width(mods, default=4) -> int:
         if k in mods:
             return v
     return default
+
+
+# FMUL's result scale (ptxas folds a product times 2^e, |e| <= 3, into one FMUL): modifier -> e
+_FMUL_SCALE = {"D2": -1, "D4": -2, "D8": -3, "M2": 1, "M4": 2, "M8": 3}
+
+
+def _mufu_on_high_word(f: int) -> bool:
+    """MUFU functions that take and give the high word of a double."""
+    return f in (O.MUFU["RCP64H"], O.MUFU["RSQ64H"])
 
 
 def _ldtype(mods) -> int:
@@ -251,9 +262,11 @@ def _decode(ins: Instruction) -> tuple[int, int, list[int], str]:
         return O.OP_SGXT, uniform, m, prec
     if name in ("FADD", "FMUL", "FFMA"):
         m[0], m[1], m[2] = _round(mods), int("FTZ" in mods), int("SAT" in mods)
-        for k in ("D2", "D4", "D8", "M2", "M4", "M8"):
+        for k, e in _FMUL_SCALE.items():
             if k in mods:
-                raise UnsupportedInstruction(f"scale modifier .{k}")
+                if name != "FMUL":
+                    raise UnsupportedInstruction(f"scale modifier .{k}")
+                m[3] = e
         return {"FADD": O.OP_FADD, "FMUL": O.OP_FMUL, "FFMA": O.OP_FFMA}[name], uniform, m, "f32"
     if name == "FMNMX":
         m[1] = int("FTZ" in mods)
@@ -263,7 +276,8 @@ def _decode(ins: Instruction) -> tuple[int, int, list[int], str]:
         if f < 0:
             raise UnsupportedInstruction("MUFU function")
         m[0] = f
-        return O.OP_MUFU, uniform, m, "f32"
+        # RCP64H / RSQ64H read the high word of a double: a float immediate names that double
+        return O.OP_MUFU, uniform, m, "f64hi" if _mufu_on_high_word(f) else "f32"
     if name == "FRND":
         m[0], m[1] = _round(mods), int("F64" in mods)
         return O.OP_FRND, uniform, m, "f64" if "F64" in mods else "f32"
@@ -425,6 +439,11 @@ def lower(program: Program) -> Lowered:
             code[i, O.C_GINV] = int(g.startswith("!"))
         target = ins.branch_target
         operands = [o for o in ins.operands if o.text.strip()]
+        if op == O.OP_CALL and any(o.kind == "reg" for o in operands):
+            # CALL.REL.NOINC R6 0x0: a call through a function pointer (its target is in R6)
+            code[i, O.C_OP] = -1
+            unsupported[i] = "an indirect call through a register (a function pointer)"
+            continue
         if len(operands) > O.MAX_OPS:
             code[i, O.C_OP] = -1
             unsupported[i] = f"{len(operands)} operands"
@@ -444,7 +463,11 @@ def lower(program: Program) -> Lowered:
         if op in (O.OP_HADD2, O.OP_HMUL2, O.OP_HFMA2):
             _pack_half_immediates(operands, okind[i], oreg[i], oval[i], oflag[i])
         _canonicalize(op, okind[i], oreg[i], oval[i], oflag[i])
-        if "E" in ins.modifiers and op in (O.OP_LD, O.OP_ST, O.OP_ATOM, O.OP_LDGSTS) and mods[0] == O.SP_GLOBAL:
+        # the parser leaves an address register 32-bit under .E only for [R0.U32+UR4] (the uniform
+        # pair is the base there)
+        u32_index = any(o.kind == "mem" and o.reg >= 0 and o.ureg >= 0 and o.wide == 1 for o in operands)
+        if ("E" in ins.modifiers and op in (O.OP_LD, O.OP_ST, O.OP_ATOM, O.OP_LDGSTS) and mods[0] == O.SP_GLOBAL
+                and not u32_index):
             # .E: 64-bit global addressing — the address register is a pair even where the listing
             # omits ".64" (ATOMG.E.CAS … [R4+0x4])
             for k in range(1 if op == O.OP_LDGSTS else 0, O.MAX_OPS):

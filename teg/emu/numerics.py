@@ -98,6 +98,27 @@ def round_f32_bits(d, mode, su, sf):
 
 
 @njit(cache=True)
+def fma_f32_bits(x, y, z, mode, su, sf, sq, sd):
+    """Float32 ``x*y+z`` rounded once (mode 0 RN, 1 RZ, 2 RM, 3 RP) from float32 inputs held as
+    doubles. ``x*y`` is exact in double; the sum is taken in double rounded to odd (TwoSum gives the
+    exact error; an inexact sum gets its last bit set, moving it toward the exact value), which
+    rounds to float32 exactly as the exact value would: 53 >= 2*24 + 2 bits. (A plain double fma
+    rounds twice: 2^-22 + ... cases land on a float32 tie, e.g. the refinement step of 1/0x3effffff.)"""
+    p = x * y
+    s = p + z
+    if s != s or s - s != 0.0:        # NaN or infinite: nothing to correct
+        return round_f32_bits(s, mode, su, sf)
+    bp = s - z
+    err = (p - bp) + (z - (s - bp))
+    if err != 0.0 and s != 0.0:
+        b = bits_of_f64(s, sq, sd)
+        if (b & 1) == 0:
+            b = b + 1 if (err > 0.0) == (s > 0.0) else b - 1
+            s = f64_of(b, sq, sd)
+    return round_f32_bits(s, mode, su, sf)
+
+
+@njit(cache=True)
 def adjust_f64(r, residual, mode):
     """Directed rounding of a float64 result ``r`` whose exact value is ``r + residual``."""
     if mode == 0 or residual == 0.0 or r != r:

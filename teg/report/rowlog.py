@@ -85,7 +85,7 @@ class RowLog:
                               "regular file")
         if (self.path.is_file() and not self.force and not self.owned(self.path)):
             raise self._refusal(fileio.file_head(self.path, 4096))
-        target = fileio.prepare(self.path, self.owned, self.force)
+        target = fileio.prepare(self.path, self.owned, self.force, folder=False)
         fd = os.open(target, os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
         try:
             if fileio.flock(fd, exclusive=True, wait=False) is False:
@@ -176,7 +176,7 @@ def parquet_owned(path: Path) -> bool:
 
 def check_parquet_target(path: str | os.PathLike, force: bool = False) -> None:
     """Refuse before a sweep runs a Parquet path teg may not write (:func:`teg.fileio.prepare`)."""
-    fileio.prepare(path, parquet_owned, force)
+    fileio.prepare(path, parquet_owned, force, folder=False)
 
 
 def write_parquet(rows: list[dict[str, str]], columns: tuple[str, ...], path: str | os.PathLike,

@@ -373,7 +373,7 @@ def check_timeline_target(path, force: bool = False) -> None:
     """Refuse, before any run, a timeline path teg may not write (:func:`teg.fileio.prepare`)."""
     from teg import fileio
 
-    fileio.prepare(path, timeline_owned, force)
+    fileio.prepare(path, timeline_owned, force, folder=False)
 
 
 def write_timeline(path, result: Result, inp: EngineInput, window: Window = Window(), options: dict | None = None,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+from dataclasses import replace
 
 from teg.sass.errors import OperandError
 from teg.sass.program import Operand
@@ -179,8 +180,9 @@ def _address(expr: str, text: str) -> tuple[list[int], int, int, int, int | None
 
 
 def _bracket_operand(prefix: str, groups: list[str], suffix: str, text: str, space: str | None,
-                     neg: bool, absolute: bool) -> Operand:
-    """Constant-bank refs ``c[bank][offset]`` and memory refs ``[addr]``, ``desc[UR4][addr]``,
+                     neg: bool, absolute: bool, inv: bool = False) -> Operand:
+    """Constant-bank refs ``c[bank][offset]`` (also bitwise-inverted, ``~c[0x0][0x164]`` as in
+    ``IMAD.X R8, RZ, RZ, ~c[0x0][0x164], P0``) and memory refs ``[addr]``, ``desc[UR4][addr]``,
     GT200 ``g[A1+0xb]`` / ``global14[R2]``."""
     select = suffix.lstrip(".") or None
     if prefix in ("c", "cx"):
@@ -200,10 +202,10 @@ def _bracket_operand(prefix: str, groups: list[str], suffix: str, text: str, spa
             regs.extend(b_regs)
         o_regs, reg, ureg, _, offset, _ = _address(groups[1].strip(), text)
         regs.extend(o_regs)
-        return Operand("const", text, tuple(regs), negated=neg, absolute=absolute, space="const",
+        return Operand("const", text, tuple(regs), negated=neg, absolute=absolute, inverted=inv, space="const",
                        reg=reg, ureg=ureg if ureg != -1 else bank_ureg, offset=offset, bank=bank,
                        select=select)
-    if neg or absolute:
+    if neg or absolute or inv:
         raise OperandError(f"bad memory operand {text!r}")
     desc = -1
     regs = []
@@ -285,10 +287,10 @@ def parse_operand(text: str, space: str | None = None) -> Operand:
 
     if "[" in core:
         m = _BRACKETS.match(core)
-        if m is None or inv:
+        if m is None or (inv and text[0] == "!"):
             raise OperandError(f"bad bracketed operand {text!r}")
         groups = m.group(2)[1:-1].split("][")
-        return _bracket_operand(m.group(1), groups, m.group(3), text, space, neg, absolute)
+        return _bracket_operand(m.group(1), groups, m.group(3), text, space, neg, absolute, inv)
 
     value = _number(core)
     if value is not None:

@@ -144,12 +144,19 @@ def _opcode(opcode: str) -> tuple[str, tuple[str, ...], Effects]:
     return base, tuple(mods), effects_of(opcode)
 
 
+_U32_INDEX = re.compile(r"\bR\d+\.U32\b")
+
+
 def _address_pair(op: Operand) -> Operand:
     """A global/generic address under ``.E``: its base register (``[R6]`` → R6:R7, ``[UR4]`` →
-    UR4:UR5) is read as a 64-bit pair."""
+    UR4:UR5) is read as a 64-bit pair. A register written ``R0.U32`` beside a uniform register
+    (``[R0.U32+UR4]``, nvcc 13 on sm_75) is a 32-bit unsigned offset: the uniform pair is the base."""
     if op.wide != 1:
         return op
-    base = op.reg if op.reg >= 0 else op.ureg
+    if op.reg >= 0 and op.ureg >= 0 and _U32_INDEX.search(op.text):
+        base = op.ureg
+    else:
+        base = op.reg if op.reg >= 0 else op.ureg
     if base < 0:
         return op
     try:
@@ -159,7 +166,7 @@ def _address_pair(op: Operand) -> Operand:
     regs = list(op.regs)
     at = regs.index(base)
     regs[at:at + 1] = pair
-    return replace(op, regs=tuple(regs), wide=2) if op.reg >= 0 else replace(op, regs=tuple(regs))
+    return replace(op, regs=tuple(regs), wide=2) if base == op.reg else replace(op, regs=tuple(regs))
 
 
 def _branch_target(ops: tuple[Operand, ...]) -> tuple[int | str | None, tuple[Operand, ...]]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import zipfile
 import zlib
 from dataclasses import asdict
@@ -111,6 +112,12 @@ class KernelWriter:
         self.cols["addr_start"].append(self.n_addr + np.cumsum(n_addr, dtype=np.int64))
         self.cols["addresses"].append(addresses)
         self.n_addr += int(addresses.shape[0])
+
+    def abort(self) -> None:
+        """Close the columns and remove the kernel's folder (a kernel that did not finish)."""
+        for c in self.cols.values():
+            c._fh.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
     def finish(self, info: KernelInfo, opcodes: list[str], warp_start: np.ndarray, warp_block: np.ndarray,
                block_xyz: np.ndarray, extras: dict[str, np.ndarray] | None = None) -> dict:

@@ -6,6 +6,8 @@ Definitions:
 * *sectors per request* (transactions per request) of a global memory row with ≥1 active lane =
   number of distinct 32-byte sectors ``[a // 32, (a + width - 1) // 32]`` over its active lanes'
   addresses ``a`` (the sector-based coalescing rule of sm_70+; nvidia_timing_facts.md §4);
+* *global requests* (Nsight Compute's ``GMEM read/write requests``) = global memory rows with ≥1
+  active lane, split into loads, stores and atomics by the opcode's kind;
 * memory *space* and *unit class* come from the machine table's opcode classification
   (:meth:`teg.machine.Machine.classify`); opcodes the table does not know are listed as unknown.
 """
@@ -97,14 +99,16 @@ def kernel_summary(kt: KernelTrace, machine=None) -> dict:
     spaces: dict[str, int] = {}
     unknown: list[str] = []
     space_of_op: list[str] = []
+    kind_of_op: list[str] = []
     for i, op in enumerate(kt.opcodes):
         oi = machine.classify(op)
         if oi is None:
             unknown.append(op)
-            cls, space = "unknown", "unknown"
+            cls, space, kind = "unknown", "unknown", "unknown"
         else:
-            cls, space = oi.unit_class, oi.space
+            cls, space, kind = oi.unit_class, oi.space, oi.kind
         space_of_op.append(space)
+        kind_of_op.append(kind)
         if per_op[i]:
             mix[cls] = mix.get(cls, 0) + int(per_op[i])
         if mem_per_op[i]:
@@ -116,6 +120,10 @@ def kernel_summary(kt: KernelTrace, machine=None) -> dict:
     rows = np.flatnonzero(memrow & glob_op[opc] & (lanes > 0)) if n else np.zeros(0, np.int64)
     sec = sectors_per_request(kt, rows)
     d["global_requests"] = int(rows.shape[0])
+    row_kind = np.array(kind_of_op + ["none"])[opc[rows]] if rows.shape[0] else np.zeros(0, str)
+    d["global_load_requests"] = int((row_kind == "load").sum())
+    d["global_store_requests"] = int((row_kind == "store").sum())
+    d["global_atomic_requests"] = int((row_kind == "atomic").sum())
     if rows.shape[0]:
         hist = np.bincount(sec)
         d["sectors_per_request"] = {"mean": float(sec.mean()), "min": int(sec.min()), "max": int(sec.max()),
