@@ -52,3 +52,12 @@ def test_sources_and_documents_cite_no_development_notes():
     found = [f"{f.relative_to(ROOT)}:{n}: {line.strip()[:80]}" for f in files
              for n, line in enumerate(f.read_text(errors="replace").splitlines(), 1) if NOTES.search(line)]
     assert found == []
+
+
+def test_ci_runs_the_readme_test_command_verbatim():
+    """`.ci/run` installs and tests exactly as the README's Quickstart tells a newcomer to."""
+    ci = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if "pytest" in line]
+    assert len(ci) == 1
+    quickstart = (ROOT / "README.md").read_text().split("## Quickstart", 1)[1].split("\n## ", 1)[0]
+    assert ci[0].strip() in quickstart.splitlines()
+    assert '".[test]"' in ci[0]
