@@ -9,7 +9,7 @@ figure). The run is repeated (``--repeat``, default 3; every repeat gives the sa
 the best and median rates are printed: on a machine shared with other tenants the best repeat
 is the one least disturbed. The JIT compile/load time (first call, on a tiny input) is reported
 apart. ``--alu-only`` times the same loop with the LDS and LDG replaced by FFMA (no memory rows),
-the ALU-bound figure the README quotes beside the main one.
+the ALU-bound figure docs/performance.md quotes beside the main one.
 
     python benchmarks/engine_speed.py [--rows 10000000] [--warps 64] [--machine sm_90] [--repeat 3] [--alu-only]
 

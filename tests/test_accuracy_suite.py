@@ -160,7 +160,7 @@ def test_cache_kernels(acc, arch):
 
 
 def test_cache_launch_rules(acc):
-    """The steady state by regime (README "cache"): L1-resident sets whole sweeps (at least 2 and 4,
+    """The steady state by regime (benchmarks/accuracy/README.md, "cache"): L1-resident sets whole sweeps (at least 2 and 4,
     about CACHE_LOADS loads); L2-resident ones (up to one partition's share) windows at spread
     phases past the L2's cold fill; larger ones windows from position 0 (the convoy)."""
     l1, l2 = 192 << 10, 40 << 20

@@ -8,7 +8,8 @@ Vocabulary (TEG report §3.2.1):
   instruction after this one;
 * *issue latency (same warp)* — cycles before the same warp may issue its next instruction;
 * *unit occupancy* — cycles one warp instruction occupies its functional unit's dispatch
-  (32 / lanes per scheduler on sm_70+; nvidia_timing_facts.md §2.1).
+  (32 / lanes per scheduler on sm_70+: the CUDA C++ Programming Guide's "Throughput of Native
+  Arithmetic Instructions" results per clock per SM, shared by the SM's four schedulers).
 """
 
 from __future__ import annotations
@@ -97,7 +98,8 @@ class Tlb:
 
 @dataclass(frozen=True)
 class SharedMemory:
-    """Shared-memory banking (TEG §3.3.3; nvidia_timing_facts.md §4.1)."""
+    """Shared-memory banking (TEG §3.3.3; CUDA C++ Programming Guide, shared memory of
+    compute capability 5.x and later: 32 banks of 4 bytes)."""
 
     banks: int                  # 16 (GT200) or 32
     bank_bytes: int             # 4

@@ -3,8 +3,9 @@ order with its SASS text, executions, the warps' average wait before issuing it 
 and the stall cycles the breakdown charged while the SM waited on it, with their share of all stall
 cycles; loops are marked.
 
-Two measures, both from one run that recorded them (``Options(record_instructions=True)``,
-:mod:`teg.engine.records`):
+Two measures, both from one run that recorded them (the lowered input passed through
+``teg.engine.records.with_records(inp, instructions=True)``, as ``teg estimate --view instructions``
+does; layouts in :mod:`teg.engine.records`):
 
 * **wait before issue** — per execution, the cycles between the instruction becoming a warp's next
   one and its issue, cut into causes (a latency a warp sees; with many warps most of it is hidden);
