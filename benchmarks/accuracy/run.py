@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
 """teg's accuracy suite: published measurements of real GPUs (measured/, see measured/SOURCES.md) against the
-engine's predictions for our own kernels (benchmarks/accuracy/kernels), traced by teg's emulator.
+engine's predictions for our own kernels (benchmarks/accuracy/kernels) and application programs
+(benchmarks/accuracy/apps), traced by teg's emulator.
 
-    python3 benchmarks/accuracy/run.py [--family stream,cache,l2,latency,polybench] [--gpu a100_40,...]
-                                       [--quick] [--jobs N] [--csv FILE] [--all-points]
+    python3 benchmarks/accuracy/run.py [--family stream,cache,l2,latency,apps] [--gpu a100_40,...]
+                                       [--quick] [--jobs N] [--csv FILE]
 
 Prints, per point, measured vs predicted and the signed error (predicted / measured - 1), then per
-family the median and mean |error|, the worst point and the share of points off by more than 2x.
-Nothing is fitted: every prediction is one engine run (or the difference / linear extrapolation of
-two, see README.md) on the machine table named for the GPU. Reductions and sampling: README.md.
+family the median and mean |error|, the worst point and the share of points off by more than 2x;
+for the apps family also teg beside Accel-Sim, HyFiSS and PPT-GPU per application (appfamily.py).
+Nothing is fitted: every prediction is one engine run (or the difference of two, see README.md) on
+the machine table named for the GPU. Reductions and sampling: README.md. ``--family polybench`` is
+the apps family's five PolyBench programs on the Quadro GV100.
 """
 
 from __future__ import annotations
@@ -34,11 +37,15 @@ MEASURED = Path(os.environ.get("TEG_MEASURED", Path(__file__).resolve().parent /
 CACHE = Path(os.environ.get("TEG_ACCURACY_CACHE", HERE / ".cache"))
 
 CACHE_MAX_BYTES = int(os.environ.get("TEG_ACCURACY_CACHE_MAX", 32 << 20))
+if str(HERE) not in sys.path:           # appfamily.py beside this file
+    sys.path.insert(0, str(HERE))
 
-FAMILIES = ("stream", "cache", "l2", "latency", "polybench")
+FAMILIES = ("stream", "cache", "l2", "latency", "apps")
+ALIASES = {"polybench": "apps"}     # the former PolyBench family: the apps family's PolyBench programs (gv100)
 # measured GPU -> (machine table, cubin arch)
 GPUS = {"a100_40": ("sm_80", "sm_80"), "a100_80": ("a100_80", "sm_80"),
-        "h100_pcie": ("sm_90", "sm_90"), "gv100": ("quadro_gv100", "sm_75")}
+        "h100_pcie": ("sm_90", "sm_90"), "gv100": ("quadro_gv100", "sm_75"), "h200": ("h200", "sm_90")}
+APPS_QUICK = {"gv100": ("gru", "nn"), "h200": ("gru",)}     # --quick: the two smallest programs
 
 STREAM_KERNELS = {"init": ("stream_init", 1), "read": ("stream_read", 1), "scale": ("stream_scale", 2),
                   "triad": ("stream_triad", 3), "1pt": ("stream_1pt", 2), "3pt": ("stream_3pt", 2)}
@@ -87,6 +94,7 @@ class Point:
     stalls: dict = field(default_factory=dict)
     seconds: float = 0.0
     error_text: str | None = None
+    detail: dict = field(default_factory=dict)     # apps: app, peers' cycles, traced counts, notes
 
     @property
     def error(self) -> float | None:
@@ -162,22 +170,31 @@ def latency_points(gpus, quick):
                   float(r["cycles_per_load"]), "cyc/load") for r in rows]
 
 
-def polybench_points(gpus, quick):
-    if "gv100" not in gpus:
-        return []
+def apps_points(gpus, quick, suite: str | None = None):
+    """One point per measured launch of the apps family's sets (appfamily.SETS) among ``gpus``;
+    ``suite`` keeps one suite's programs (the ``polybench`` alias)."""
+    import appfamily as af
+    mans = af.manifests()
     pts = []
-    for r in _read("gv100_polybench_ncu.csv"):
-        app, kid = r["app"], int(r["Kernel ID"])
-        if quick and not (app, kid) in (("3DConvolution", 0), ("gramschmidt", 1), ("bicg", 0)):
+    for gpu in gpus:
+        if gpu not in af.SETS:
             continue
-        pts.append(Point("polybench", "gv100", f"{app}#{kid}", {"app": app, "id": kid},
-                         float(r["GPU active cycles"]), "cycles",
-                         measured_instructions=float(r["Warp instructions executed"])))
+        for r in af.measured_rows(gpu, MEASURED, mans):
+            if quick and r["program"] not in APPS_QUICK.get(gpu, ()):
+                continue
+            if suite is not None and (r["suite"] != suite or gpu != "gv100"):
+                continue
+            pts.append(Point("apps", gpu, f"{r['app']}#{r['launch']} {r['kernel']}",
+                             {"program": r["program"], "launch": r["launch"]}, r["cycles"], "cycles",
+                             measured_instructions=r["warp_insts"],
+                             detail={"app": r["app"], "suite": r["suite"], "kernel": r["mangled"],
+                                     "grid": r["grid"], "block": r["block"], "read_req": r["read_req"],
+                                     "write_req": r["write_req"], "peers": r["peers"]}))
     return pts
 
 
 BUILDERS = {"stream": stream_points, "cache": cache_points, "l2": l2_points, "latency": latency_points,
-            "polybench": polybench_points}
+            "apps": apps_points, "polybench": lambda gpus, quick: apps_points(gpus, quick, "PolyBench/GPU 1.0")}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -413,78 +430,66 @@ def predict_latency(p: Point):
     return (tl[rows[-1]] - tl[rows[0]]) / LAT_TIMED
 
 
-def _extrapolate(x1, c1, x2, c2, x):
-    return c2 + (c2 - c1) * (x - x2) / (x2 - x1)
-
-
-def predict_polybench(p: Point):
-    table, arch = GPUS[p.gpu]
-    m = machine(table)
-    app, kid = p.params["app"], p.params["id"]
-
-    def one(kernel, grid, block, args, tag):
-        prog, kt = trace("polybench", arch, kernel, grid, block, args, tag)
-        return engine(prog, kt, m)
-
-    def lin(kernel, grid, block, mkargs, short, full, tagf):
-        (r1, r2) = [one(kernel, grid, block, mkargs(s), tagf(s)) for s in short]
-        cyc = _extrapolate(short[0], r1.cycles, short[1], r2.cycles, full)
-        ins = _extrapolate(short[0], r1.instructions, short[1], r2.instructions, full)
-        p.stalls = _stalls(r2)
-        return cyc, ins
-
-    if app == "3mm":                         # NI = NJ = NK = 512 (all three launches the same shape)
-        n = 512
-        cyc, ins = lin("mm3_kernel", (n // 32, n // 8), (32, 8),
-                       lambda k: [f"A=rand:float32:{n * k}", f"B=rand:float32:{k * n}", f"C=zeros:float32:{n * n}",
-                                  f"ni={n}", f"nj={n}", f"nk={k}"], (16, 32), n, lambda k: f"k{k}")
-    elif app in ("bicg", "mvt"):             # NX = NY = N = 4096; loop length extrapolated
-        n = 4096
-        short = (256, 512)
-        if app == "bicg" and kid == 0:
-            mk = lambda s: [f"A=rand:float32:{s * n}", f"r=rand:float32:{s}", f"s=zeros:float32:{n}", f"nx={s}", f"ny={n}"]
-            kern = "bicg_s"
-        elif app == "bicg":                  # row per thread: short rows at the full pitch n
-            mk = lambda s: [f"A=rand:float32:{n * n}", f"p=rand:float32:{s}", f"q=zeros:float32:{n}", f"nx={n}",
-                            f"ny={s}", f"lda={n}"]
-            kern = "bicg_q"
-        elif kid == 0:                       # mvt launch 0: a is n x m, row per thread, pitch n
-            kern = "mvt_x1"
-            mk = lambda s: [f"a=rand:float32:{n * n}", f"x=zeros:float32:{n}", f"y=rand:float32:{s}",
-                            f"n={n}", f"m={s}", f"lda={n}"]
-        else:                                # mvt launch 1: a is m x n (its first m rows)
-            kern = "mvt_x2"
-            mk = lambda s: [f"a=rand:float32:{n * s}", f"x=zeros:float32:{n}", f"y=rand:float32:{s}",
-                            f"n={n}", f"m={s}"]
-        cyc, ins = lin(kern, n // 256, 256, mk, short, n, lambda s: f"s{s}")
-    elif app == "gramschmidt":               # M = N = 2048, column k = 0
-        n = 2048
-        a = f"a=rand:float32:{n * n}"
-        if kid == 0:
-            r = one("gs_norm", 1, 256, [a, f"r=zeros:float32:{n * n}", f"m={n}", f"n={n}", "k=0"], "norm")
-        elif kid == 1:
-            r = one("gs_scale", n // 256, 256, [a, f"r=ones:float32:{n * n}", f"q=zeros:float32:{n * n}",
-                                                f"m={n}", f"n={n}", "k=0"], "scale")
+def evaluate_program(points: list[Point]) -> list[Point]:
+    """The apps family: one run of one program for the measured launches ``points`` (one set, one
+    program), every launch estimated as it ran (appfamily.run_program)."""
+    import appfamily as af
+    t = time.perf_counter()
+    p0 = points[0]
+    try:
+        man = af.manifests()[p0.params["program"]]
+        res = af.run_program(p0.gpu, man, [p.params["launch"] for p in points], CACHE / "apps")
+    except Exception as e:      # the program could not be built or run: every row fails, none is dropped
+        for p in points:
+            p.error_text = f"{type(e).__name__}: {e}"
+            p.seconds = (time.perf_counter() - t) / len(points)
+        return points
+    native = af.native_stdout(MEASURED / "h200_apps_stdout.txt") if (MEASURED / "h200_apps_stdout.txt").exists() else {}
+    nat = native.get(man.name)
+    for p in points:
+        r = res["results"].get(p.params["launch"], {"error": "no result"})
+        d = p.detail
+        d.update({"run": {k: res[k] for k in ("status", "error", "wall_s", "cached")},
+                  "stdout": res["stdout"], "native_stdout": nat["text"] if nat else None})
+        for k in ("warp_instructions", "global_load_requests", "global_store_requests", "global_atomic_requests",
+                  "sms", "num_sms", "kept_rows", "same_as", "stalls", "emulate_s", "estimate_s", "kernel",
+                  "grid", "block", "engine_instructions"):
+            if k in r:
+                d["traced_" + k if k in ("kernel", "grid", "block") else k] = r[k]
+        if r.get("warp_instructions") is not None:
+            p.predicted_instructions = float(r["warp_instructions"])
+        if r.get("error") or r.get("cycles") is None:
+            p.error_text = r.get("error") or "no cycles"
         else:
-            r = one("gs_update", n // 256, 256, [a, f"r=zeros:float32:{n * n}", f"q=rand:float32:{n * n}",
-                                                 f"m={n}", f"n={n}", "k=0"], "update")
-        cyc, ins = r.cycles, r.instructions
-        p.stalls = _stalls(r)
-    elif app == "3DConvolution":             # NI = NJ = NK = 256, plane i = 1 + kernel id
-        n = 256
-        r = one("conv3d", (n // 32, n // 8), (32, 8), [f"A=rand:float32:{n ** 3}", f"B=zeros:float32:{n ** 3}",
-                                                      f"ni={n}", f"nj={n}", f"nk={n}", f"i={kid + 1}"], f"i{kid + 1}")
-        cyc, ins = r.cycles, r.instructions
-        p.stalls = _stalls(r)
-    else:
-        raise ValueError(app)
-    p.cycles = cyc
-    p.predicted_instructions = ins
-    return cyc
+            p.predicted = p.cycles = float(r["cycles"])
+            p.stalls = r.get("stalls", {})
+        p.seconds = res["wall_s"] / len(points)
+    return points
 
 
-PREDICT = {"stream": predict_stream, "cache": predict_cache, "l2": predict_l2, "latency": predict_latency,
-           "polybench": predict_polybench}
+PREDICT = {"stream": predict_stream, "cache": predict_cache, "l2": predict_l2, "latency": predict_latency}
+
+
+def units(points: list[Point]) -> list[list[Point]]:
+    """Work units: one point each, except the apps family, whose points of one (GPU, program) are
+    one unit (one run of the program)."""
+    out, groups = [], {}
+    for p in points:
+        if p.family == "apps":
+            key = (p.gpu, p.params["program"])
+            if key not in groups:
+                groups[key] = []
+                out.append(groups[key])
+            groups[key].append(p)
+        else:
+            out.append([p])
+    return out
+
+
+def evaluate_unit(unit: list[Point]) -> list[Point]:
+    if unit[0].family == "apps":
+        return evaluate_program(unit)
+    return [evaluate(p) for p in unit]
 
 
 def evaluate(p: Point) -> Point:
@@ -516,9 +521,11 @@ def summarize(points: list[Point]) -> dict[str, dict]:
 
 
 def print_points(points: list[Point], out=sys.stdout):
-    print(f"{'family':9} {'gpu':9} {'point':34} {'measured':>10} {'predicted':>10} {'unit':8} {'error':>8}  top stalls",
-          file=out)
-    for p in points:
+    others = [p for p in points if p.family != "apps"]
+    if others:
+        print(f"{'family':9} {'gpu':9} {'point':34} {'measured':>10} {'predicted':>10} {'unit':8} {'error':>8}  top stalls",
+              file=out)
+    for p in others:
         if p.error is None:
             print(f"{p.family:9} {p.gpu:9} {p.label:34} {p.measured:10.1f} {'-':>10} {p.unit:8} {'FAILED':>8}  {p.error_text}",
                   file=out)
@@ -530,6 +537,89 @@ def print_points(points: list[Point], out=sys.stdout):
                     f"{pct(p.predicted_instructions / p.measured_instructions - 1)}]"
         print(f"{p.family:9} {p.gpu:9} {p.label:34} {p.measured:10.1f} {p.predicted:10.1f} {p.unit:8} "
               f"{pct(p.error):>8}  {st}{extra}", file=out)
+    apps = [p for p in points if p.family == "apps"]
+    if apps:
+        print_apps(apps, out)
+
+
+def requests_note(p: Point) -> str:
+    """``=`` when the traced global read and write requests equal the measured ones, else both."""
+    d = p.detail
+    if d.get("global_load_requests") is None:
+        return "?"
+    r, w = d["global_load_requests"], d["global_store_requests"]
+    if (r, w) == (d["read_req"], d["write_req"]):
+        return "="
+    return f"R {r} vs {d['read_req']}, W {w} vs {d['write_req']}"
+
+
+def row_note(p: Point) -> str:
+    d = p.detail
+    notes = []
+    if d.get("sms") is not None and d.get("num_sms") and d["sms"] < d["num_sms"]:
+        notes.append(f"sampled {d['sms']}/{d['num_sms']} SMs")
+    if d.get("same_as") is not None:
+        notes.append(f"same as #{d['same_as']}")
+    ratio = (p.predicted_instructions / p.measured_instructions) if p.predicted_instructions and p.measured_instructions else None
+    if p.off_2x and ratio is not None and abs(ratio - 1) > 0.25:
+        notes.append(f"> 2x with instructions x{ratio:.2f}")
+    return "; ".join(notes)
+
+
+def print_apps(points: list[Point], out=sys.stdout):
+    import appfamily as af
+    print(f"{'gpu':6} {'row':42} {'measured':>10} {'teg':>10} {'error':>8} {'Accel-Sim':>9} {'HyFiSS':>8} "
+          f"{'PPT-GPU':>8} {'instr traced/measured':>24} {'requests':>9}  notes / top stalls", file=out)
+    for p in points:
+        d = p.detail
+        ins = ""
+        if p.predicted_instructions and p.measured_instructions:
+            ins = f"{p.predicted_instructions:.0f}/{p.measured_instructions:.0f}"
+            ins += " =" if p.predicted_instructions == p.measured_instructions else \
+                f" {p.predicted_instructions / p.measured_instructions:.2f}"
+        peers = [(d["peers"].get(name)) for _, name in af.PEERS]
+        pe = [pct(v / p.measured - 1) if v else "-" for v in peers]
+        if p.error is None:
+            print(f"{p.gpu:6} {p.label[:42]:42} {p.measured:10.0f} {'-':>10} {'FAILED':>8} {pe[0]:>9} {pe[1]:>8} "
+                  f"{pe[2]:>8} {ins:>24} {requests_note(p):>9}  {p.error_text}", file=out)
+            continue
+        st = ", ".join(f"{k} {v:.0%}" for k, v in p.stalls.items())
+        note = row_note(p)
+        print(f"{p.gpu:6} {p.label[:42]:42} {p.measured:10.0f} {p.predicted:10.0f} {pct(p.error):>8} {pe[0]:>9} "
+              f"{pe[1]:>8} {pe[2]:>8} {ins:>24} {requests_note(p):>9}  {(note + '; ') if note else ''}{st}", file=out)
+    for gpu in dict.fromkeys(p.gpu for p in points):
+        ps = [p for p in points if p.gpu == gpu]
+        tools = ["teg"] + ([name for _, name in af.PEERS] if af.SETS[gpu].peers else [])
+        print(f"\napps on {gpu} ({af.SETS[gpu].machine} table, {af.SETS[gpu].arch} SASS): MAPE / median |error| "
+              f"in %, on the rows teg has a value for (a peer's own count in brackets where it lacks rows)", file=out)
+        print(af.format_side_by_side(af.side_by_side(ps, tools), tools), file=out)
+        print_fidelity(gpu, ps, out)
+
+
+def print_fidelity(gpu: str, points: list[Point], out=sys.stdout):
+    """Per program: launches whose traced global requests equal the measured ones, whose warp
+    instructions equal them, the stdout against the native H200 run, the run's wall time."""
+    print(f"\nfidelity on {gpu}: per program, launches with traced = measured global read and write requests, "
+          f"= warp instructions, stdout vs the native H200 run", file=out)
+    progs: dict[str, list[Point]] = {}
+    for p in points:
+        progs.setdefault(p.params["program"], []).append(p)
+    for prog, ps in progs.items():
+        have = [p for p in ps if p.detail.get("global_load_requests") is not None]
+        req = sum(requests_note(p) == "=" for p in have)
+        ins = sum(p.predicted_instructions == p.measured_instructions for p in have)
+        ratios = [p.predicted_instructions / p.measured_instructions for p in have if p.measured_instructions]
+        run = ps[0].detail.get("run", {})
+        so, nat = ps[0].detail.get("stdout"), ps[0].detail.get("native_stdout")
+        stdout = "-" if so is None or nat is None else ("equal" if so == nat else "DIFFERS")
+        rng = f"x{min(ratios):.2f}..x{max(ratios):.2f}" if ratios else "-"
+        print(f"  {prog:12} {len(ps):3d} launches  requests = {req}/{len(ps)}  instructions = {ins}/{len(ps)} "
+              f"({rng})  stdout {stdout}  wall {run.get('wall_s', 0):.0f} s{' (cached)' if run.get('cached') else ''}"
+              f"{'  run: ' + run['error'] if run.get('error') else ''}", file=out)
+        if stdout == "DIFFERS":
+            for a, b in zip((so or "").splitlines(), (nat or "").splitlines()):
+                if a != b:
+                    print(f"      traced: {a}\n      native: {b}", file=out)
 
 
 def print_summary(summary: dict, out=sys.stdout):
@@ -543,15 +633,26 @@ def print_summary(summary: dict, out=sys.stdout):
 
 
 def write_csv(points: list[Point], path: str):
+    import appfamily as af
+    peer_names = [name for _, name in af.PEERS]
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["family", "gpu", "point", "unit", "measured", "predicted", "error", "predicted_cycles",
-                    "measured_instructions", "predicted_instructions", "seconds", "top_stalls", "failure"])
+                    "measured_instructions", "predicted_instructions", "seconds", "top_stalls", "failure",
+                    *[f"{n}_cycles" for n in peer_names], "measured_read_req", "traced_read_req",
+                    "measured_write_req", "traced_write_req", "sampled_sms", "same_as"])
         for p in points:
+            d = p.detail
+            peers = d.get("peers", {})
             w.writerow([p.family, p.gpu, p.label, p.unit, p.measured, p.predicted,
                         "" if p.error is None else f"{p.error:.4f}", p.cycles, p.measured_instructions,
                         p.predicted_instructions, f"{p.seconds:.2f}",
-                        ";".join(f"{k}={v:.3f}" for k, v in p.stalls.items()), p.error_text or ""])
+                        ";".join(f"{k}={v:.3f}" for k, v in p.stalls.items()), p.error_text or "",
+                        *[peers.get(n) if peers.get(n) is not None else "" for n in peer_names],
+                        d.get("read_req", ""), d.get("global_load_requests", ""), d.get("write_req", ""),
+                        d.get("global_store_requests", ""),
+                        d["sms"] if d.get("sms") is not None and d["sms"] < d.get("num_sms", 0) else "",
+                        "" if d.get("same_as") is None else d["same_as"]])
 
 
 def select(families, gpus, quick) -> list[Point]:
@@ -561,28 +662,44 @@ def select(families, gpus, quick) -> list[Point]:
     return pts
 
 
+def _weight(unit: list[Point]) -> float:
+    """Work of a unit for the pool's order (heaviest first): an apps program's measured warp
+    instructions; 0 for the other families (kept in their order after the programs)."""
+    return sum(p.measured_instructions or 0 for p in unit) if unit[0].family == "apps" else 0.0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--family", default=",".join(FAMILIES), help="comma list of " + ", ".join(FAMILIES))
+    ap.add_argument("--family", default=",".join(FAMILIES),
+                    help="comma list of " + ", ".join(FAMILIES) + " (polybench: apps' PolyBench programs on gv100)")
     ap.add_argument("--gpu", default=",".join(GPUS), help="comma list of " + ", ".join(GPUS))
     ap.add_argument("--quick", action="store_true", help="a small representative subset of points")
-    ap.add_argument("--jobs", type=int, default=1, help="worker processes over points")
+    ap.add_argument("--jobs", type=int, default=1, help="worker processes over points (apps: over programs)")
     ap.add_argument("--csv", help="write every point to this CSV file")
     a = ap.parse_args(argv)
     fams = [f for f in a.family.split(",") if f]
     gpus = [g for g in a.gpu.split(",") if g]
-    bad = [f for f in fams if f not in FAMILIES] + [g for g in gpus if g not in GPUS]
+    bad = [f for f in fams if f not in FAMILIES and f not in ALIASES] + [g for g in gpus if g not in GPUS]
     if bad:
         ap.error(f"unknown family/gpu: {', '.join(bad)}")
-    pts = select(fams, gpus, a.quick)
+    try:
+        pts = select(fams, gpus, a.quick)
+    except Exception as e:                       # a manifest or measured file that cannot be read
+        import appfamily as af
+        if isinstance(e, (af.ManifestError, OSError)):
+            print(f"accuracy: {e}", file=sys.stderr)
+            return 2
+        raise
     t0 = time.perf_counter()
-    if a.jobs > 1 and len(pts) > 1:
+    work = sorted(units(pts), key=_weight, reverse=True)
+    if a.jobs > 1 and len(work) > 1:
         import multiprocessing as mp
-        # the heaviest points first, so the pool's tail is short
         with mp.get_context("fork").Pool(a.jobs) as pool:
-            done = pool.map(evaluate, pts, chunksize=1)
+            done_units = pool.map(evaluate_unit, work, chunksize=1)
     else:
-        done = [evaluate(p) for p in pts]
+        done_units = [evaluate_unit(u) for u in work]
+    by_id = {(p.family, p.gpu, p.label): p for u in done_units for p in u}
+    done = [by_id[(p.family, p.gpu, p.label)] for p in pts]
     print_points(done)
     print_summary(summarize(done))
     print(f"\n{len(done)} points in {time.perf_counter() - t0:.0f} s "
