@@ -54,7 +54,7 @@ def test_spec_points_are_the_product_of_its_lists(tmp_path):
     assert {p.ref.kernel_id for p in pts} == {5, 87} and apps[0][1].missing == []
     assert {(p.machine, p.warps, p.whatif) for p in pts} == {(m, w, x) for m in ("auto", "gt200")
                                                              for w in (None, 2) for x in ("none", "bank_conflicts")}
-    assert len({p.key() for p in pts}) == len(pts)
+    assert len({p.key for p in pts}) == len({p.point() for p in pts}) == len(pts)
 
 
 @pytest.mark.parametrize("text, line, message", [

@@ -118,29 +118,40 @@ def test_killed_cache_conversion_is_removed_by_the_next_use(tmp_path, monkeypatc
     cache = tmp_path / "cache"
     monkeypatch.setenv("TEG_CACHE_DIR", str(cache))
     run_killed("teg.trace.native:ColumnWriter.append", 2, ["trace", "info", str(VECTORADD)])
-    (partial,) = cache.iterdir()
+    (partial,) = [p for p in cache.iterdir() if p.name != "digests"]       # (digests: the content-digest memo)
     assert ".partial-" in partial.name
     code, listing = teg_cli(["trace", "cache", "--json"])
-    assert [e["state"] for e in json.loads(listing)["entries"]] == ["stale"]
+    assert sorted(e["state"] for e in json.loads(listing)["entries"]) == ["digests", "stale"]
     assert teg_cli(["trace", "info", str(VECTORADD)])[0] == 0
-    (entry,) = cache.iterdir()                                             # the partial is gone
+    (entry,) = [p for p in cache.iterdir() if p.name != "digests"]         # the partial is gone
     doc = json.loads(teg_cli(["trace", "cache", "--json"])[1])
-    assert [(e["state"], e["kernels"]) for e in doc["entries"]] == [("trace", 1)]
-    assert doc["bytes"] == sum(f.stat().st_size for f in entry.rglob("*") if f.is_file()) > 0
+    assert sorted((e["state"], e["kernels"]) for e in doc["entries"]) == [("digests", 0), ("trace", 1)]
+    assert doc["bytes"] == sum(f.stat().st_size for f in cache.rglob("*") if f.is_file()) > 0
     cleared = json.loads(teg_cli(["trace", "cache", "--clear", "--json"])[1])
     assert cleared["freed_bytes"] == doc["bytes"] and list(cache.iterdir()) == []
 
 
 def test_cache_clear_keeps_a_running_conversion(tmp_path, monkeypatch):
     monkeypatch.setenv("TEG_CACHE_DIR", str(tmp_path))
-    running = tmp_path / f".abc.partial-{os.getpid()}-01234567"
+    key = "t-" + "ab" * 16
+    running = tmp_path / f".{key}.partial-{os.getpid()}-01234567"
     running.mkdir()
-    (tmp_path / "junk").write_text("x")
+    killed = tmp_path / f".{key}.partial-{dead_pid()}-89abcdef"
+    killed.mkdir()
+    (tmp_path / "junk").write_text("x")                     # not teg's: listed, never removed
     res = CliRunner().invoke(main, ["trace", "cache", "--clear"])
-    assert res.exit_code == 0 and "removed 1 entry" in res.output and "kept 1 conversion(s) still running" in res.output
-    assert [p.name for p in tmp_path.iterdir()] == [running.name]
+    assert res.exit_code == 0 and "removed 1 entry" in res.output, res.output
+    assert "kept 1 conversion(s) still running, 1 item(s) teg did not write" in res.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([running.name, "junk"])
     res = CliRunner().invoke(main, ["trace", "cache"])
-    assert f"{tmp_path}: 1 entry" in res.output and "conversion in progress" in res.output
+    assert f"{tmp_path}: 2 entries" in res.output and "conversion in progress" in res.output
+    assert "not teg's: --clear leaves it alone" in res.output
+
+
+def dead_pid() -> int:
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return p.pid
 
 
 # ---- full disk ----------------------------------------------------------------------------------------

@@ -53,6 +53,8 @@ class KernelRef:
     present: bool = True
     line: int = 0
     demangled: str | None = None
+    binary_version: int = 0
+    error: str | None = None          # a kernel whose header cannot be read: recorded as failed when run
 
     @property
     def label(self) -> str:
@@ -87,15 +89,25 @@ def _header_ref(position: int, path: Path) -> KernelRef:
     """A present Accel-Sim kernel from its header alone (the body is read by the task)."""
     from teg.trace.accelsim import _open_binary, read_header
 
-    raw, stream = _open_binary(path)
+    from teg.trace import TraceFormatError, TraceUnsupportedError
+    from teg.trace.accelsim import _regular
+
     try:
-        info, _, _ = read_header(stream, str(path))
-    finally:
-        stream.close()
-        raw.close()
+        _regular(path)
+        raw, stream = _open_binary(path)
+        try:
+            info, _, _ = read_header(stream, str(path))
+        finally:
+            stream.close()
+            raw.close()
+    except (TraceFormatError, TraceUnsupportedError, OSError, EOFError, ValueError) as exc:
+        # this kernel is recorded as failed with its error when it runs; the others still run
+        return KernelRef(position=position, kernel_id=_file_id(path, position + 1), name=path.name.split(".")[0],
+                         grid=(0, 0, 0), block=(0, 0, 0), stream=0, path=str(path), error=error_line(exc))
     kid = info.kernel_id if info.kernel_id > 0 else _file_id(path, position + 1)
     return KernelRef(position=position, kernel_id=kid, name=info.name or path.name.split(".")[0],
-                     grid=tuple(info.grid), block=tuple(info.block), stream=info.stream, path=str(path))
+                     grid=tuple(info.grid), block=tuple(info.block), stream=info.stream, path=str(path),
+                     binary_version=int(info.binary_version or 0))
 
 
 def _accelsim_application(p: Path) -> Application:
@@ -123,14 +135,18 @@ def _accelsim_application(p: Path) -> Application:
 
 
 def _native_application(p: Path) -> Application:
-    trace = _load_trace(str(p), _stamp(p))
+    """The kernels of a native trace from its metadata alone (the columns are mapped and checked
+    when a kernel is loaded)."""
+    from teg.trace.native import read_meta
+
+    _, infos, memcpy = read_meta(p)
     refs = []
-    for i, kt in enumerate(trace.kernels):
-        info = kt.info
+    for i, info in enumerate(infos):
         refs.append(KernelRef(position=i, kernel_id=info.kernel_id if info.kernel_id > 0 else i + 1,
                               name=info.name, grid=tuple(info.grid), block=tuple(info.block),
-                              stream=info.stream, path=str(p), index=i))
-    return Application(str(p), refs, memcpy=list(trace.memcpy), sass=_listing_of(p))
+                              stream=info.stream, path=str(p), index=i,
+                              binary_version=int(info.binary_version or 0)))
+    return Application(str(p), refs, memcpy=list(memcpy), sass=_listing_of(p))
 
 
 def _listing_of(p: Path) -> str | None:
@@ -152,9 +168,10 @@ def open_application(path: str | os.PathLike) -> Application:
     from teg.sass.demangle import demangle_all
     from teg.trace.native import is_native
 
+    from teg.trace import check_input
+
     p = Path(path)
-    if not p.exists():
-        raise FileNotFoundError(f"{p}: no such file or folder")
+    check_input(p)                 # a pipe or a device is refused by name before anything reads it
     app = _native_application(p) if is_native(p) else _accelsim_application(p)
     plain = demangle_all([k.name for k in app.kernels])
     app.kernels = [replace(k, demangled=plain.get(k.name)) for k in app.kernels]
@@ -231,13 +248,20 @@ def _until_stable(s: str, pattern: str) -> str:
 
 # ---- one kernel, in any process -------------------------------------------------------------------
 
-def _stamp(p: Path) -> int:
-    return p.stat().st_mtime_ns if p.exists() else 0
+def _stamp(p: Path) -> str:
+    """The file's fingerprint (:func:`teg.trace.digest.fingerprint`: any edit changes it, even one
+    that keeps the size and modification time)."""
+    from teg.trace.digest import fingerprint
+
+    try:
+        return fingerprint(p.stat())
+    except OSError:
+        return ""
 
 
 @functools.lru_cache(maxsize=8)
-def _load_trace(path: str, stamp: int):
-    """A trace loaded once per process (``stamp``, the file's mtime, keys a rewritten file anew):
+def _load_trace(path: str, stamp: str):
+    """A trace loaded once per process (``stamp``, the file's fingerprint, keys a rewritten file anew):
     native traces memory-mapped, Accel-Sim text through the conversion cache."""
     import teg.trace as tt
 
@@ -245,7 +269,7 @@ def _load_trace(path: str, stamp: int):
 
 
 @functools.lru_cache(maxsize=2)
-def _programs(sass: str, stamp: int):
+def _programs(sass: str, stamp: str):
     from teg.sass import parse_file
 
     return parse_file(sass)
@@ -253,6 +277,8 @@ def _programs(sass: str, stamp: int):
 
 def load_kernel(ref: KernelRef):
     """The :class:`~teg.trace.KernelTrace` of ``ref`` (loaded in the calling process)."""
+    if ref.error is not None:
+        raise ApplicationError(ref.error)
     trace = _load_trace(ref.path, _stamp(Path(ref.path)))
     if ref.index >= len(trace.kernels):
         raise ApplicationError(f"{ref.path}: has {len(trace.kernels)} kernels, no kernel {ref.index}")

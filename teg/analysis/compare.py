@@ -107,6 +107,20 @@ def engine_row(program, kernel_trace, machine, options=None) -> Row:
     return Row(model="engine", cycles=cycles, seconds=cycles / (machine.clock_mhz * 1e6), metrics=plain(metrics))
 
 
+def _check_memory(kt, with_profile: bool, with_engine: bool) -> None:
+    """Refuse up front a comparison that needs more memory than this process may use
+    (:mod:`teg.hostmem`): the models' per-row profile, and the engine's lowering and run."""
+    from teg.hostmem import PROFILE_ROW_BYTES, lowering_bytes, require, size_text
+
+    n = kt.num_rows
+    prof = n * PROFILE_ROW_BYTES if with_profile else 0
+    eng = lowering_bytes(n, n) if with_engine else 0          # (transactions: about one per row, at most)
+    smaller = "compare a smaller launch (fewer blocks in the trace), or give teg more memory"
+    if eng:
+        smaller = f"--no-engine leaves out the engine row (about {size_text(eng)} of it); " + smaller
+    require(prof + eng, f"compare: kernel {kt.info.name or kt.info.kernel_id}, {n:,} warp instructions", smaller)
+
+
 def compare(program, kernel_trace, machine, *, options=None, measured: float | None = None,
             overrides: Mapping[str, float] | None = None, models: Iterable[str] | None = None,
             engine: bool = True, unknown: str = "error", profile: KernelProfile | None = None) -> Comparison:
@@ -114,6 +128,8 @@ def compare(program, kernel_trace, machine, *, options=None, measured: float | N
     ``measured`` must be a positive finite cycle count (:class:`MeasuredDataError` otherwise)."""
     if measured is not None and not (isinstance(measured, (int, float)) and math.isfinite(measured) and measured > 0):
         raise MeasuredDataError(f"measured cycles must be a positive finite number, got {measured!r}")
+    if kernel_trace is not None:
+        _check_memory(kernel_trace, engine and profile is None, engine)
     prof = profile or profile_from(program, kernel_trace, machine, unknown=unknown)
     params = params_for(machine, overrides)
     rows = [engine_row(program, kernel_trace, machine, options)] if engine else []

@@ -23,6 +23,13 @@ afresh for every run, and with glibc's defaults a young process hands it back to
 run and page-faults it in again — measured here, about 90,000 minor faults for one kernel's what-ifs
 and 20 times the time the same kernel takes in a long-lived process. Variables the user has set win.
 
+Workers never outlive the process that started them, and never print on Ctrl-C: each worker of the
+local pool is started with SIGINT ignored (the terminal's Ctrl-C goes to the whole process group; the
+calling process alone handles it, stopping the pool's workers at once and exiting with one line),
+asks the kernel to kill it when its parent dies (Linux ``prctl(PR_SET_PDEATHSIG)``) and watches
+its parent's PID (every :data:`PARENT_POLL_S`, where there is no ``prctl``): a parent killed with
+SIGKILL, which can run no clean-up of its own, takes its workers with it.
+
 Results do not depend on the executor: each item is computed by the same function from the same
 inputs, and the engine is deterministic. A progress bar (tqdm, extra ``progress``) counts the
 items on stderr when stderr is a terminal; it is silent otherwise, and absent without tqdm.
@@ -45,6 +52,7 @@ from typing import Any, Callable, Iterator, Sequence
 from teg import TegError
 
 EXECUTORS = ("local", "dask")
+PARENT_POLL_S = 0.5     # how often a worker checks that its parent still runs
 HEAD_S = 1.0        # seconds of items run in the calling process before a pool starts
 WORKER_MALLOC_ENV = {"MALLOC_TRIM_THRESHOLD_": str(1 << 30), "MALLOC_MMAP_THRESHOLD_": str(32 << 20)}
 
@@ -170,6 +178,64 @@ def _head(fn, items: list, seconds: float, out: list) -> int:
     return n
 
 
+def _die_with_parent(parent: int) -> None:
+    """Worker start-up (module docstring): ignore Ctrl-C, die when the parent ``parent`` does."""
+    import signal
+    import threading
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)            # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:                            # the parent died before the prctl took hold
+        os._exit(1)
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="teg-parent-watch", daemon=True).start()
+
+
+@contextlib.contextmanager
+def sigint_ignored():
+    """SIGINT ignored while worker processes are started: an ignored signal stays ignored across
+    ``exec``, so a Ctrl-C that reaches a worker while it is still importing (before its
+    initializer runs) does nothing there instead of printing a traceback. The calling process
+    gets its own Ctrl-C handling back at once (only the main thread can change it)."""
+    import signal
+
+    try:
+        old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:                  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
+def stop_workers(pool: ProcessPoolExecutor) -> None:
+    """Kill the pool's worker processes now (an interrupted run does not wait for their tasks)."""
+    procs = getattr(pool, "_processes", None) or {}
+    for p in list(procs.values()):
+        try:
+            p.kill()
+        except (OSError, AttributeError, ValueError):
+            pass
+    for p in list(procs.values()):
+        try:
+            p.join(5)
+        except (OSError, AttributeError, ValueError, AssertionError):
+            pass
+
+
 def _local(fn, items: list, jobs: int, head_s: float) -> Iterator[tuple[int, Any]]:
     if jobs <= 1:
         for i, item in enumerate(items):
@@ -181,17 +247,22 @@ def _local(fn, items: list, jobs: int, head_s: float) -> Iterator[tuple[int, Any
     if first == len(items):
         return
     pool = ProcessPoolExecutor(max_workers=min(jobs, len(items) - first),
-                               mp_context=multiprocessing.get_context("spawn"))
+                               mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_die_with_parent, initargs=(os.getpid(),))
+    finished = False
     try:
-        with worker_environ(WORKER_MALLOC_ENV):        # spawn starts the workers at the first submit
+        with worker_environ(WORKER_MALLOC_ENV), sigint_ignored():    # spawn starts the workers at the submits
             futures = {pool.submit(_run_chunk, fn, items[a:b]): a for a, b in chunks(first, len(items), jobs)}
         for fut in as_completed(futures):
             yield from enumerate(fut.result(), futures[fut])
+        finished = True
     except BrokenProcessPool:
         raise ExecutorError("a worker process died (killed, or out of memory?); the results so far were kept "
                             "only where they were written (sweep -o)") from None
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        if not finished:                               # interrupted (Ctrl-C, an error, a closed generator)
+            stop_workers(pool)
+        pool.shutdown(wait=finished, cancel_futures=True)
 
 
 def _dask(fn, items: list, jobs: int, scheduler: str | None, processes: bool,

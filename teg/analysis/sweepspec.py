@@ -17,13 +17,24 @@ A what-if point removes its mechanisms and reports the better of a free re-simul
 of the baseline's issue order, as ``teg whatif`` does (``schedule`` says which). A point that fails
 (a machine that does not know the kernel's opcodes, a deadlock …) is a row with ``status`` error
 and its message; the others go on.
+
+Every point has an *experiment key* (:func:`experiment_keys`, the CSV's ``key`` column): SHA-256 over
+everything that can change its result — the kernel's trace content (the ``.traceg`` file, or the
+whole native trace), the SASS file's content, the machine table's content after ``extends:`` (for
+``auto``: the table the kernel's binary version suggests, else every shipped table), the options,
+the warps, the mechanisms removed, teg's version — and what names the row (the trace and SASS as
+written, the kernel's id and position, the machine as written). A sweep resumed from its CSV skips
+the points whose key is there, so a changed spec, table, trace or SASS re-runs exactly the points
+it changed.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import yaml
@@ -36,11 +47,12 @@ from teg.engine.options import MECHANISMS, Options, OptionsError
 SPEC_KEYS = ("traces", "trace", "sass", "kernels", "machines", "machine", "warps", "whatif", "options")
 OPTION_KEYS = ("policy", "dependency_model", "sms", "unknown", "blocks_per_sm")
 
-# the output table: the point's key first (what identifies it when a sweep resumes), then results
-KEY_COLUMNS = ("trace", "kernel_id", "position", "machine", "warps", "whatif")
-COLUMNS = KEY_COLUMNS + ("kernel", "grid", "block", "machine_table", "status", "cycles", "baseline_cycles",
-                         "time_us", "instructions", "ipc", "top_stall", "top_stall_cycles", "schedule", "error",
-                         "warnings")
+# the output table: the experiment key (what a resumed sweep looks for), the point as written, results
+KEY_COLUMNS = ("key",)
+POINT_COLUMNS = ("trace", "sass", "kernel_id", "position", "machine", "warps", "whatif")
+COLUMNS = KEY_COLUMNS + POINT_COLUMNS + ("kernel", "grid", "block", "machine_table", "status", "cycles",
+                                         "baseline_cycles", "time_us", "instructions", "ipc", "top_stall",
+                                         "top_stall_cycles", "schedule", "error", "warnings")
 INT_COLUMNS = ("kernel_id", "position", "cycles", "baseline_cycles", "instructions", "top_stall_cycles")
 FLOAT_COLUMNS = ("time_us", "ipc")
 
@@ -62,6 +74,8 @@ class SweepPoint:
     removed: tuple[str, ...]
     options: Options
     sass: str | None = None
+    sass_written: str | None = None     # the SASS path as the spec wrote it
+    key: str = ""                       # the experiment key (module docstring)
 
     @property
     def whatif(self) -> str:
@@ -70,9 +84,10 @@ class SweepPoint:
             return "none"
         return "all" if set(self.removed) == set(MECHANISMS) else "+".join(self.removed)
 
-    def key(self) -> tuple[str, ...]:
-        return tuple(cell(v) for v in (self.trace, self.ref.kernel_id, self.ref.position, self.machine,
-                                       "auto" if self.warps is None else self.warps, self.whatif))
+    def point(self) -> tuple[str, ...]:
+        """The cells of :data:`POINT_COLUMNS`."""
+        return tuple(cell(v) for v in (self.trace, self.sass_written, self.ref.kernel_id, self.ref.position,
+                                       self.machine, "auto" if self.warps is None else self.warps, self.whatif))
 
 
 def cell(v) -> str:
@@ -84,10 +99,11 @@ def cell(v) -> str:
 
 @dataclass
 class SweepSpec:
-    """A parsed sweep file: ``traces`` as (written path, resolved path, sass or None)."""
+    """A parsed sweep file: ``traces`` as (written path, resolved path, resolved sass or None, sass
+    as written or None)."""
 
     path: str
-    traces: list[tuple[str, str, str | None]]
+    traces: list[tuple[str, str, str | None, str | None]]
     kernels: str | None
     machines: list[str]
     warps: list[int | None]
@@ -156,16 +172,21 @@ def load_spec(path: str | os.PathLike) -> SweepSpec:
     traces = []
     for i, t in enumerate(_as_list(doc[tkey])):
         t = t if isinstance(t, dict) else {"trace": t}
-        if not isinstance(t.get("trace"), str) or set(t) - {"trace", "sass"}:
+        if (not isinstance(t.get("trace"), str) or not t["trace"] or set(t) - {"trace", "sass"}
+                or not isinstance(t.get("sass", ""), str)):
             raise err_at(tkey, i)("expected a path, or {trace: PATH, sass: PATH}")
         sass = t.get("sass")
         resolved = [str(x if Path(x).is_absolute() else p.parent / x) if x else None for x in (t["trace"], sass)]
         if not Path(resolved[0]).exists():
             raise err_at(tkey, i)(f"{t['trace']}: no such file or folder (looked for {resolved[0]})")
-        traces.append((t["trace"], resolved[0], resolved[1]))
+        if resolved[1] is not None and not Path(resolved[1]).is_file():
+            raise err_at(tkey, i)(f"{sass}: no such file (looked for {resolved[1]})")
+        traces.append((t["trace"], resolved[0], resolved[1], sass))
     mkey = "machines" if "machines" in doc else "machine"
-    machines = [str(m) for m in _as_list(doc.get(mkey) or "auto")]
+    machines = _as_list(doc.get(mkey) or "auto")
     for i, m in enumerate(machines):
+        if not isinstance(m, str) or not m:
+            raise err_at(mkey, i)(f"{m!r}: expected a machine table name or a path to a .yaml table")
         if m != "auto":
             _check_machine(m, p.parent, err_at(mkey, i))
     machines = [m if m == "auto" or not m.endswith((".yaml", ".yml")) or Path(m).is_absolute() else str(p.parent / m)
@@ -186,8 +207,23 @@ def load_spec(path: str | os.PathLike) -> SweepSpec:
         options = Options(**{k: v for k, v in opts.items() if v is not None})
     except (OptionsError, TypeError, ValueError) as exc:
         raise err_at("options")(str(exc)) from None
-    kernels = doc.get("kernels")
-    return SweepSpec(str(p), traces, None if kernels is None else str(kernels), machines, warps, whatifs, options)
+    return SweepSpec(str(p), traces, _kernel_selection(doc.get("kernels"), err_at("kernels")), machines, warps,
+                     whatifs, options)
+
+
+def _kernel_selection(v, err) -> str | None:
+    """``kernels:`` as the ``--kernel`` syntax: a string (ids ``1,4-9``, ``re:PATTERN``, a name), a
+    kernel id, or a list of kernel ids; anything else is an error, never its ``str()``."""
+    if v is None:
+        return None
+    if isinstance(v, str) and v.strip():
+        return v
+    if isinstance(v, int) and not isinstance(v, bool) and v >= 0:
+        return str(v)
+    if isinstance(v, list) and v and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in v):
+        return ",".join(str(x) for x in v)
+    raise err(f"{v!r}: expected a selection (ids such as 1,4-9, re:PATTERN or a name), a kernel id, or a list "
+              "of kernel ids")
 
 
 def _check_machine(name: str, base: Path, err) -> None:
@@ -204,9 +240,10 @@ def _check_machine(name: str, base: Path, err) -> None:
 
 def points(spec: SweepSpec) -> tuple[list[SweepPoint], list[tuple[str, Application]]]:
     """Every point of ``spec`` (traces × selected kernels × machines × warps × what-ifs, in that
-    nesting) and each trace's selected application (for its missing kernels)."""
+    nesting), each with its experiment key, and each trace's selected application (for its
+    missing kernels)."""
     out, apps = [], []
-    for written, resolved, sass in spec.traces:
+    for written, resolved, sass, sass_written in spec.traces:
         app = select(open_application(resolved), spec.kernels)
         apps.append((written, app))
         for ref in app.kernels:
@@ -214,15 +251,80 @@ def points(spec: SweepSpec) -> tuple[list[SweepPoint], list[tuple[str, Applicati
                 for w in spec.warps:
                     for removed in spec.whatifs:
                         out.append(SweepPoint(trace=written, ref=ref, machine=m, warps=w, removed=removed,
-                                              options=spec.options, sass=sass))
-    return out, apps
+                                              options=spec.options, sass=sass, sass_written=sass_written))
+    keys = experiment_keys(out)
+    return [replace(pt, key=k) for pt, k in zip(out, keys)], apps
+
+
+# ---- experiment keys ------------------------------------------------------------------------------
+
+def _memo_root() -> Path | None:
+    """The trace cache folder when usable (it keeps the digest memo), silently None otherwise."""
+    from teg.trace.cache import cache_dir, unusable
+
+    root = cache_dir()
+    return root if unusable(root) is None else None
+
+
+def _json_digest(doc) -> str:
+    return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str, ensure_ascii=True).encode()).hexdigest()
+
+
+def machine_digest(name: str, binary_version: int = 0) -> str:
+    """Digest of the machine table ``name`` (shipped name or YAML path) after ``extends:``; for
+    ``auto`` the table ``binary_version`` suggests, else (no version) every shipped table."""
+    from teg.machine import loader
+
+    if name == "auto":
+        if binary_version:
+            try:
+                name = loader.for_arch(binary_version)
+            except TegError:
+                return "auto:" + str(binary_version)      # the point fails the same way each time
+        else:
+            from teg.resources import isa_tables_dir
+            from teg.trace.digest import tree_digest
+
+            return "auto:" + tree_digest(isa_tables_dir())
+    doc, _ = loader.resolve(loader._locate(name))
+    return _json_digest(doc)
+
+
+def experiment_keys(pts: list[SweepPoint]) -> list[str]:
+    """The experiment key of every point (module docstring); each input is hashed once."""
+    from teg import __version__
+    from teg.trace.digest import path_digest
+
+    memo = _memo_root()
+    content: dict[str, str] = {}
+
+    def digest_of(path: str | None) -> str | None:
+        if path is None:
+            return None
+        if path not in content:
+            content[path] = path_digest(path, memo)
+        return content[path]
+
+    machines: dict[tuple[str, int], str] = {}
+    keys = []
+    for pt in pts:
+        r = pt.ref
+        mk = (pt.machine, r.binary_version if pt.machine == "auto" else 0)
+        if mk not in machines:
+            machines[mk] = machine_digest(*mk)
+        doc = {"teg": __version__, "point": list(pt.point()), "kernel": [r.kernel_id, r.position, r.index, r.name],
+               "trace_content": digest_of(r.path) if r.present and r.error is None else r.error,
+               "sass_content": digest_of(pt.sass), "machine_content": machines[mk],
+               "options": asdict(pt.options), "warps": pt.warps, "removed": sorted(pt.removed)}
+        keys.append(_json_digest(doc)[:24])
+    return keys
 
 
 # ---- one point ------------------------------------------------------------------------------------
 
 def _point_row(pt: SweepPoint) -> dict:
     r = pt.ref
-    return dict(zip(KEY_COLUMNS, pt.key()), kernel=r.name, grid="x".join(map(str, r.grid)),
+    return dict(zip(POINT_COLUMNS, pt.point()), key=pt.key, kernel=r.name, grid="x".join(map(str, r.grid)),
                 block="x".join(map(str, r.block)), status="error")
 
 

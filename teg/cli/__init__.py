@@ -30,6 +30,14 @@ def error_line(exc: BaseException) -> str:
     return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in " ".join(msg.split("\n"))).strip()
 
 
+def memory_error_line(exc: MemoryError) -> str:
+    """One line for an allocation that failed although the up-front estimates (:mod:`teg.hostmem`)
+    let the work start: what failed and what makes the work smaller."""
+    what = " ".join(str(exc).split()) or "an allocation failed"
+    return (f"out of memory ({what}); make the work smaller: --sms N (estimate, whatif, sweep), --timeline-cycles A:B, "
+            "--max-instructions (trace run), a smaller launch; or give teg more memory")
+
+
 def user_errors(fn):
     """Decorator: turn :class:`TegError` (and file errors) into a one-line message and exit code 2."""
 
@@ -42,6 +50,9 @@ def user_errors(fn):
         except (TegError, OSError, LookupError) as exc:
             click.echo(f"teg: error: {error_line(exc)}", err=True)
             sys.exit(2)
+        except MemoryError as exc:
+            click.echo(f"teg: error: {memory_error_line(exc)}", err=True)
+            sys.exit(2)
         unknown = False
         for w in caught:
             unknown |= issubclass(w.category, UnknownOpcodeWarning)
@@ -53,7 +64,33 @@ def user_errors(fn):
     return wrapper
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+# Exit status of a run stopped by Ctrl-C (128 + SIGINT, as shells report it): neither an error (2)
+# nor an incomplete report (1).
+EXIT_INTERRUPTED = 130
+
+
+class TegGroup(click.Group):
+    """The ``teg`` group: Ctrl-C anywhere ends with one line and exit status 130 (click's own
+    "Aborted!" would exit 1, the status of an incomplete report); a report that prints a path
+    that is not UTF-8 prints its bytes."""
+
+    def invoke(self, ctx):
+        # paths that are not UTF-8 (their bytes as surrogates) are printed as the bytes they are,
+        # not a UnicodeEncodeError in the middle of a report
+        reconfigure = getattr(sys.stdout, "reconfigure", None)
+        if reconfigure is not None and getattr(sys.stdout, "encoding", "").lower().replace("-", "") == "utf8":
+            try:
+                reconfigure(errors="surrogateescape")
+            except (ValueError, OSError):
+                pass
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            click.echo("teg: interrupted", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+
+
+@click.group(cls=TegGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="teg")
 def main() -> None:
     """teg — estimate NVIDIA GPU kernel cycles from SASS + an instruction trace."""

@@ -30,7 +30,7 @@ EXECUTOR_PARAMS = ("jobs", "executor_kind", "scheduler")
 OWN_PARAMS = {"estimate": ("as_csv",), "whatif": (), "sweep": ("spec", "output", "retry_failed")}
 # options of the commands that an application run understands; any other given is for one kernel
 APP_PARAMS = {"sass", "trace_path", "kernel", "machine", "policy", "dependency_model", "sms", "unknown",
-              "shared_carveout", "blocks_per_sm", "as_json", "as_csv", "warps"}
+              "shared_carveout", "blocks_per_sm", "as_json", "as_csv", "warps", "force"}
 
 
 def _executor_options() -> list:
@@ -176,7 +176,8 @@ def _implicit_spec(kw: dict):
     from teg.cli.estimate import _int_list
 
     trace = str(kw["trace_path"])
-    return SweepSpec(path="(command line)", traces=[(trace, trace, kw.get("sass"))], kernels=kw.get("kernel"),
+    sass = kw.get("sass")
+    return SweepSpec(path="(command line)", traces=[(trace, trace, sass, sass)], kernels=kw.get("kernel"),
                      machines=[kw.get("machine") or "auto"], warps=_int_list(kw.get("warps") or DEFAULT_WARPS),
                      whatifs=[()], options=_options(kw))
 
@@ -184,14 +185,27 @@ def _implicit_spec(kw: dict):
 def _sweep(spec, executor: Executor, own: dict, kw: dict) -> int:
     from teg.analysis.sweepspec import COLUMNS, FLOAT_COLUMNS, INT_COLUMNS, KEY_COLUMNS, points, run_point
     from teg.report import application as view
-    from teg.report.rowlog import RowLog, write_parquet
+    from teg.report.rowlog import RowLog, RowLogError, check_parquet_target, write_parquet
 
+    out = own.get("output")
+    force = bool(kw.get("force"))
+    parquet = None
+    if out is not None:
+        out = Path(out)
+        if out.suffix.lower() == ".parquet":
+            raise RowLogError(f"{out}: -o names the CSV table a sweep appends to and resumes from (a Parquet copy "
+                              "is written beside it): give a name ending in .csv")
+        try:
+            import pyarrow  # noqa: F401
+            parquet = out.with_suffix(".parquet")
+            check_parquet_target(parquet, force)        # before any point runs, not after all of them
+        except ImportError:
+            parquet = None                             # pyarrow (optional) not installed: CSV only
     pts, apps = points(spec)
     missing = [(t, k) for t, a in apps for k in a.missing]
     for t, a in apps:
         if a.missing:
             click.echo(f"teg: warning: {t}: {view.missing_text(a.missing)}", err=True)
-    out = own.get("output")
     if out is None:
         rows = executor.map(run_point, pts, desc="points")
         if kw.get("as_json"):
@@ -203,21 +217,22 @@ def _sweep(spec, executor: Executor, own: dict, kw: dict) -> int:
             click.echo(view.points_text(rows))
         failed = sum(r["status"] != "ok" for r in rows)
     else:
-        with RowLog(out, COLUMNS, KEY_COLUMNS) as log:
+        with RowLog(out, COLUMNS, KEY_COLUMNS, force=force) as log:
             if log.dropped:
                 click.echo(f"teg: warning: {out}: cut off a partial last line ({log.dropped} bytes) "
                            "left by an interrupted run", err=True)
-            todo = [p for p in pts if not _recorded(log.rows.get(p.key()), own.get("retry_failed"))]
+            todo, seen = [], set()
+            for p in pts:                              # each experiment once, even when listed twice
+                if p.key not in seen and not _recorded(log.rows.get((p.key,)), own.get("retry_failed")):
+                    todo.append(p)
+                seen.add(p.key)
             for _, row in executor.run(run_point, todo, desc="points"):
                 log.append(row)
-            rows = [log.rows[p.key()] for p in pts]
+            rows = [log.rows[(p.key,)] for p in pts]
         failed = sum(r["status"] != "ok" for r in rows)
         wrote = [str(out)]
-        try:
-            wrote.append(str(write_parquet(rows, COLUMNS, Path(out).with_suffix(".parquet"), INT_COLUMNS,
-                                           FLOAT_COLUMNS)))
-        except ImportError:
-            pass                                   # pyarrow (optional) not installed: CSV only
+        if parquet is not None:
+            wrote.append(str(write_parquet(rows, COLUMNS, parquet, INT_COLUMNS, FLOAT_COLUMNS, force=force)))
         click.echo(f"sweep: {len(pts)} points, {len(todo)} run now, {len(pts) - len(todo)} already in {out}, "
                    f"{failed} failed; wrote {', '.join(wrote)}")
     _rewarn([{"id": r["kernel_id"], "warnings": [r["warnings"]] if r.get("warnings") else []} for r in rows])

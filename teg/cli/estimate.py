@@ -82,11 +82,11 @@ def _options(**kw):
 @user_errors
 def estimate(sass, trace_path, kernel, machine, policy, dependency_model, sms, unknown, shared_carveout, blocks_per_sm,
              as_json,
-             views, timeline_path, timeline_cycles, plot_path):
+             views, timeline_path, timeline_cycles, plot_path, force):
     """Estimate cycles, time, IPC, occupancy and the stall breakdown of a kernel."""
     from teg.engine import lower, run
 
-    reports = EstimateReports.from_cli(views, as_json, timeline_path, timeline_cycles, plot_path)
+    reports = EstimateReports.from_cli(views, as_json, timeline_path, timeline_cycles, plot_path, force)
     inp_files = _load(sass, trace_path, kernel, machine)
     opts = _options(policy=policy, dependency_model=dependency_model, sms=sms, unknown=unknown, blocks_per_sm=blocks_per_sm,
                     shared_carveout=shared_carveout)
@@ -102,13 +102,13 @@ def estimate(sass, trace_path, kernel, machine, policy, dependency_model, sms, u
 @applications("whatif")
 @user_errors
 def whatif(sass, trace_path, kernel, machine, policy, dependency_model, sms, unknown, shared_carveout, as_json, as_csv,
-           plot_path):
+           plot_path, force):
     """Cycles with each mechanism removed alone (and all removed): what each bottleneck costs."""
     from teg.analysis.whatif import whatif as run_whatif
     from teg.engine import lower
     from teg.report import to_csv, to_json, whatif_text
 
-    check_plot(plot_path)
+    check_plot(plot_path, force)
     f = _load(sass, trace_path, kernel, machine)
     opts = _options(policy=policy, dependency_model=dependency_model, sms=sms, unknown=unknown,
                     shared_carveout=shared_carveout)
@@ -117,7 +117,7 @@ def whatif(sass, trace_path, kernel, machine, policy, dependency_model, sms, unk
     if plot_path:
         from teg.report.plots import whatif_figure
 
-        whatif_figure(rows, plot_path, inp.meta)
+        whatif_figure(rows, plot_path, inp.meta, force=force)
     click.echo(to_json(rows) if as_json else to_csv(rows).rstrip("\n") if as_csv else whatif_text(rows, inp.meta))
 
 
@@ -132,14 +132,14 @@ def whatif(sass, trace_path, kernel, machine, policy, dependency_model, sms, unk
 @user_errors
 def sweep(sass, trace_path, kernel, machine, policy, dependency_model, sms, unknown, shared_carveout, warps, blocks,
           as_json, as_csv,
-          plot_path, measured_path):
+          plot_path, measured_path, force):
     """TEG's scaling experiment: cycles, work-normalized throughput and speedup over the first point."""
     from teg.analysis.sweep import sweep as run_sweep
     from teg.report import sweep_text, to_csv, to_json
 
     if measured_path and not plot_path:
         raise click.UsageError("--measured points are drawn on the --plot: give --plot FILE too")
-    check_plot(plot_path)
+    check_plot(plot_path, force)
     measured = None
     if measured_path:
         from teg.report.plots import read_measured
@@ -159,5 +159,5 @@ def sweep(sass, trace_path, kernel, machine, policy, dependency_model, sms, unkn
     if plot_path:
         from teg.report.plots import sweep_figure
 
-        sweep_figure(rows, plot_path, measured)
+        sweep_figure(rows, plot_path, measured, force=force)
     click.echo(to_json(rows) if as_json else to_csv(rows).rstrip("\n") if as_csv else sweep_text(rows))

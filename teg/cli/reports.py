@@ -26,10 +26,15 @@ def estimate_report_options(fn):
                      help="the cycles A:B the timeline covers (A: or :B for an open end; default: all)"),
         click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
                      help="draw the stall stack to FILE.png or FILE.svg (extra 'plot': matplotlib)"),
+        FORCE,
     ]
     for o in reversed(opts):
         fn = o(fn)
     return fn
+
+
+FORCE = click.option("--force", is_flag=True, help="replace an output file (--timeline, --plot, -o) that teg did not "
+                     "write (never a folder, a device or a pipe, and never through a link into another format)")
 
 
 def plot_option(what: str, measured: bool = False):
@@ -42,6 +47,7 @@ def plot_option(what: str, measured: bool = False):
             opts.append(click.option("--measured", "measured_path", type=click.Path(dir_okay=False), default=None,
                                      help="CSV of measured cycles (a header with warps or blocks, and cycles) "
                                           "overlaid on the --plot"))
+        opts.append(FORCE)
         for o in reversed(opts):
             fn = o(fn)
         return fn
@@ -49,14 +55,17 @@ def plot_option(what: str, measured: bool = False):
     return deco
 
 
-def check_plot(path) -> None:
-    """Refuse, before any run, a plot path of an unknown format or a plot without matplotlib."""
+def check_plot(path, force: bool = False) -> None:
+    """Refuse, before any run, a plot path of an unknown format, one teg may not write
+    (:func:`teg.fileio.prepare`), or a plot without matplotlib."""
     if path is None:
         return
+    from teg import fileio
     from teg.report.plots import PlotError, _pyplot, suffix_ok
 
     if not suffix_ok(path):
         raise PlotError(f"{path}: the plot's format comes from its suffix: .png or .svg")
+    fileio.prepare(path, fileio.figure_owned, force, folder=False)
     _pyplot()
 
 
@@ -69,21 +78,32 @@ class EstimateReports:
     timeline_path: str | None = None
     window: object = None
     plot_path: str | None = None
+    force: bool = False
 
     @classmethod
-    def from_cli(cls, views: str, as_json: bool, timeline_path, timeline_cycles, plot_path) -> "EstimateReports":
+    def from_cli(cls, views: str, as_json: bool, timeline_path, timeline_cycles, plot_path,
+                 force: bool = False) -> "EstimateReports":
         from teg.report.instructions import parse_views
-        from teg.report.timeline import Window
+        from teg.report.timeline import Window, check_timeline_target
 
         if timeline_cycles and not timeline_path:
             raise click.UsageError("--timeline-cycles bounds the --timeline: give --timeline FILE.json too")
-        check_plot(plot_path)
+        window = Window.parse(timeline_cycles)
+        if timeline_path:
+            check_timeline_target(timeline_path, force)
+        check_plot(plot_path, force)
         return cls(views=parse_views(views), as_json=as_json, timeline_path=timeline_path,
-                   window=Window.parse(timeline_cycles), plot_path=plot_path)
+                   window=window, plot_path=plot_path, force=force)
 
     def prepare(self, inp):
-        """The lowered input, set to record what the reports need."""
+        """The lowered input, set to record what the reports need (a timeline that could not be
+        made, or whose records would not fit in memory, is refused here, before the run)."""
         from teg.engine.records import with_records
+
+        if self.timeline_path:
+            from teg.report.timeline import check_timeline_size
+
+            check_timeline_size(inp, self.window)
 
         return with_records(inp, timeline=self.timeline_path is not None,
                             instructions=self.as_json or "instructions" in self.views)
@@ -97,13 +117,13 @@ class EstimateReports:
             from teg.report.timeline import write_timeline
 
             n = write_timeline(self.timeline_path, result, inp, self.window,
-                               options=dict(asdict(options), record_timeline=True))
+                               options=dict(asdict(options), record_timeline=True), force=self.force)
             click.echo(f"teg: timeline of {n:,} events in {self.timeline_path} (open it at ui.perfetto.dev; "
                        "1 us = 1 cycle)", err=True)
         if self.plot_path:
             from teg.report.plots import stall_figure
 
-            stall_figure(result, self.plot_path)
+            stall_figure(result, self.plot_path, force=self.force)
         if self.as_json:
             d = result.to_dict()
             d["instructions"] = instruction_rows(result, inp, program)

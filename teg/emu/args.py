@@ -94,6 +94,12 @@ def parse_value(text: str, size: int, name: str):
         p = Path(t)
         if not p.exists():
             raise EmulatorError(f"argument {name}: {t}: no such file")
+        from teg.textfile import TextFileError, check_regular
+
+        try:
+            check_regular(p, 1 << 40, ".npy file")           # a pipe or a device would be read forever
+        except (TextFileError, IsADirectoryError) as exc:
+            raise EmulatorError(f"argument {name}: {exc}") from None
         try:
             arr = np.load(p, allow_pickle=False)
         except NPY_ERRORS as exc:

@@ -597,7 +597,10 @@ def _x_imad(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
 def _x_lea(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
     """LEA d, a, b[, c], shift (slots d, a, b, c, shift, po, ci; m0 .HI, m2 .SX32; .X is the carry-in
     ci): d = (a << shift) + b + ci; .HI shifts the pair c:a and keeps its high word (.SX32: the
-    sign extension of a)."""
+    sign extension of a). A negated ``-a`` (not .HI) is the two's complement of the shifted word as
+    IADD3 takes it, ``~(a << shift) + 1`` with its +1 in the 33-bit sum, so the carry-out is set
+    when ``a << shift`` is 0: nvcc's 64-bit ``p - x`` (``LEA d, P, -lo, b, s`` then ``IADD3.X``/
+    ``IMAD.X`` with ``~hi``) needs that carry; a negated ``-b`` likewise."""
     m0, _, m2, _, _ = _mods(code, pc)
     k1, r1, v1, f1 = _opnd(okind, oreg, oval, oflag, pc, 1)
     k2, r2, v2, f2 = _opnd(okind, oreg, oval, oflag, pc, 2)
@@ -607,10 +610,12 @@ def _x_lea(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
     ci = _carry_in(pm, w, k6, r6, f6)
     sh = oval[pc, 4] & 31
     po = 0
+    neg_a = (f1 & O.F_NEG) != 0 and not m0
     for l in range(32):
         if (ex >> l) & 1:
-            a = _imod(_u32(regs, w, l, k1, r1, v1), f1)
-            b = _imod(_u32(regs, w, l, k2, r2, v2), f2)
+            a = _u32(regs, w, l, k1, r1, v1) if neg_a else _imod(_u32(regs, w, l, k1, r1, v1), f1)
+            b = _u32(regs, w, l, k2, r2, v2)
+            b = (~b & M32) + 1 if f2 & O.F_NEG else _imod(b, f2)
             c = _u32(regs, w, l, k3, r3, v3)
             if m0:
                 if m2:
@@ -619,6 +624,8 @@ def _x_lea(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
                     x = ((((c & M32) << 32) | a) << sh >> 32) & M32 if sh < 32 else 0
             else:
                 x = (a << sh) & M32
+                if neg_a:
+                    x = (~x & M32) + 1
             s = x + b + ((ci >> l) & 1)
             if s >> 32:
                 po |= 1 << l

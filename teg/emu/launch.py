@@ -112,6 +112,12 @@ def load_kernel(source: str | Path, kernel: str | None = None, arch: str = "sm_9
     source = Path(source)
     if not source.exists():
         raise EmulatorError(f"{source}: no such file")
+    from teg.textfile import TextFileError, check_regular
+
+    try:
+        check_regular(source, 1 << 34, "CUDA source or cubin")    # nvcc would wait on a pipe forever
+    except (TextFileError, IsADirectoryError) as exc:
+        raise EmulatorError(str(exc)) from None
     if source.suffix == ".cu":
         if work_dir is not None:
             return _read_kernel(compile_cu(source, arch, work_dir), source, kernel, sass)
@@ -343,9 +349,12 @@ class Compiled:
 
 class RowSink:
     """Where the rows of a launch go, handed over in whole blocks (execution order, blocks
-    ascending). ``record = False``: nothing is kept (the rows are counted and dropped)."""
+    ascending). ``record = False``: nothing is kept (the rows are counted and dropped);
+    ``keeps``: every row stays in memory until the launch ends (its growth is checked against the
+    memory this process may use, :func:`_check_recording`)."""
 
     record = True
+    keeps = False
 
     def start(self, info: KernelInfo, compiled: Compiled, nwarps: int) -> None:
         self.info, self.compiled, self.nwarps = info, compiled, nwarps
@@ -380,6 +389,8 @@ class Discard(RowSink):
 
 class TraceCollector(RowSink):
     """Keeps the rows in memory and builds the launch's :class:`KernelTrace`."""
+
+    keeps = True
 
     def start(self, info, compiled, nwarps) -> None:
         super().start(info, compiled, nwarps)
@@ -492,6 +503,8 @@ def execute(prog: Program, image: KernelImage, grid, block, shmem: int, params: 
     cnt = np.zeros(3, np.int64)          # rows held, addresses held, rows already handed on
     err = np.zeros(4, np.int64)
     cap = int(chunk_rows)
+    if sink.record:
+        _check_recording(prog.name, 0, cap * 16 + (cap * ADDRS_PER_ROW + 64) * 8, max_rows, sink, 0)
     rows_w = np.empty(cap, np.int32)
     rows_i = np.empty(cap, np.int32)
     rows_m = np.empty(cap, np.uint32)
@@ -523,17 +536,35 @@ def execute(prog: Program, image: KernelImage, grid, block, shmem: int, params: 
             continue
         done = int(np.searchsorted(rows_w[:n] // nw, int(sched[0]), side="left"))   # rows of finished blocks
         if done == 0:            # one block fills the buffers: make them larger
-            if n >= rows_w.shape[0]:
-                rows_w, rows_i, rows_m, rows_na = (np.resize(a, 2 * a.shape[0]) for a in (rows_w, rows_i, rows_m, rows_na))
-            if na + 64 > addrs.shape[0]:
-                addrs = np.resize(addrs, 2 * addrs.shape[0])
+            grow = 2 * rows_w.shape[0] if n >= rows_w.shape[0] else rows_w.shape[0]
+            grow_a = 2 * addrs.shape[0] if na + 64 > addrs.shape[0] else addrs.shape[0]
+            _check_recording(prog.name, int(cnt[2]) + n, (grow - rows_w.shape[0]) * 16 + (grow_a - addrs.shape[0]) * 8,
+                             max_rows, sink, int(cnt[2]) + n)
+            if grow > rows_w.shape[0]:
+                rows_w, rows_i, rows_m, rows_na = (np.resize(a, grow) for a in (rows_w, rows_i, rows_m, rows_na))
+            if grow_a > addrs.shape[0]:
+                addrs = np.resize(addrs, grow_a)
             continue
+        if sink.keeps:           # the rows handed on stay in memory, and are copied once more at the end
+            _check_recording(prog.name, int(cnt[2]) + n, 0, max_rows, sink, int(cnt[2]) + done)
         adone = int(rows_na[:done].sum())
         sink.add(rows_w[:done], rows_i[:done], rows_m[:done], rows_na[:done], addrs[:adone])
         for a in (rows_w, rows_i, rows_m, rows_na):
             a[:n - done] = a[done:n].copy()
         addrs[:na - adone] = addrs[adone:na].copy()
         cnt[0], cnt[1], cnt[2] = n - done, na - adone, cnt[2] + done
+
+
+def _check_recording(kernel: str, done: int, buffers: int, max_rows: int, sink: RowSink, kept: int) -> None:
+    """Refuse, before it allocates, a recording that would need more memory than this process may
+    use (:mod:`teg.hostmem`): ``buffers`` more bytes of row buffers, and for a sink that keeps its
+    rows (``kept`` of them by then) their trace columns and the final trace built from them."""
+    from teg.hostmem import EMU_ROW_BYTES, require
+
+    need = buffers + (kept * EMU_ROW_BYTES if sink.keeps else 0)
+    what = f"past {done:,} warp instructions" if done else "(its row buffers)"
+    require(need, f"kernel {kernel}: recording its trace {what}",
+            f"lower --max-instructions (now {max_rows:,}) to stop it sooner, or emulate a smaller launch (--grid)")
 
 
 def _tracer_view(prog: Program) -> dict[str, np.ndarray]:

@@ -255,13 +255,20 @@ def _gather_csr(start: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.nda
     return gather(start, rows)
 
 
-def _rows_of(warp_start: np.ndarray, warps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _rows_of(warp_start: np.ndarray, warps: np.ndarray) -> tuple[np.ndarray | slice, np.ndarray]:
     """Concatenated row indices of ``warps`` and their per-warp lengths (the warps' rows are a CSR
-    table over ``warp_start``)."""
+    table over ``warp_start``); the indices as a ``slice`` when they are one consecutive run (every
+    warp of a whole-GPU run: indexing the trace's columns with it gives views, no copies)."""
     off, rows = _gather_csr(warp_start, warps)
-    if isinstance(rows, slice):
-        rows = np.arange(rows.start, rows.stop, dtype=np.int64)
     return rows, np.diff(off)
+
+
+def _addresses_of(addr_start: np.ndarray, rows: np.ndarray | slice) -> tuple[np.ndarray, np.ndarray | slice]:
+    """CSR offsets and element indices of the addresses of ``rows`` (:func:`_rows_of`)."""
+    if isinstance(rows, slice):
+        start = np.asarray(addr_start, np.int64)
+        return start[rows.start:rows.stop + 1] - start[rows.start], slice(int(start[rows.start]), int(start[rows.stop]))
+    return _gather_csr(addr_start, rows)
 
 
 def _select(kt, machine: Machine, options: Options):
@@ -330,6 +337,41 @@ def _check_sweep_size(options: Options, machine: Machine, kt) -> None:
         if nb > lim.max_blocks or nb * wpb > lim.max_warps:
             raise LoweringError(f"--blocks-per-sm {nb}: an SM of {machine.name} holds at most {lim.max_blocks} "
                                 f"blocks and {lim.max_warps} warps ({wpb} warps per block here)")
+
+
+def _engine_state_bytes(machine: Machine, sms: int, st: dict) -> int:
+    """The engine run's state that does not grow with the trace (teg.engine.core): per warp slot a
+    scoreboard of the kernel's registers (two float64 and two int64 per register: 32 bytes), per
+    SM its L1 tags, the L2's tags (a tag and a ready time: 16 bytes a line)."""
+    from teg.hostmem import CACHE_LINE_STATE_BYTES, ENGINE_ENTRY_BYTES
+
+    nreg = max(int(np.max(st["dst"], initial=0)), int(np.max(st["src"], initial=0)), 0) + 1
+    gm = machine.memory
+    l1 = gm.l1.size_bytes // max(gm.l1.line_bytes, 1) if gm.l1 is not None else 0
+    l2 = gm.l2.size_bytes // max(gm.l2.line_bytes, 1) if gm.l2 is not None else 0
+    slots = sms * max(machine.limits.max_warps, 1)
+    return ENGINE_ENTRY_BYTES * slots * (nreg + 16) + CACHE_LINE_STATE_BYTES * (sms * l1 + l2)
+
+
+def _check_memory(name: str, rows: int, transactions: int, gathered: int, options: Options, machine: Machine,
+                  fixed: int = 0) -> None:
+    """Refuse, before its arrays exist, a lowering (and engine run) that needs more memory than
+    this process may use (:mod:`teg.hostmem`), naming the memory and what makes the run smaller;
+    ``fixed``: the engine's state (:func:`_engine_state_bytes`)."""
+    from teg.hostmem import lowering_bytes, require, size_text
+
+    need = lowering_bytes(rows, transactions, gathered, timeline=bool(options.record_timeline),
+                          counted=transactions > 0) + fixed
+    sms = simulated_sms(options, machine) if options.warps is None and options.blocks is None else 1
+    if sms > 1:
+        per_sm = need / sms
+        smaller = (f"simulate fewer SMs with --sms N (estimate, whatif, sweep; about {size_text(per_sm)} per SM "
+                   "here: TEG's sampling method), or give teg more memory")
+    else:
+        smaller = "estimate a smaller launch (fewer blocks in the trace), or give teg more memory"
+    what = f"{name}: lowering {rows:,} warp instructions" + (f" ({transactions:,} memory transactions)"
+                                                            if transactions else "")
+    require(need, what, smaller)
 
 
 def simulated_sms(options: Options, machine: Machine) -> int:
@@ -430,12 +472,19 @@ def lower(program, kernel_trace, machine: Machine, options: Options | None = Non
         ctx_warp, ctx_block, block_sm, nblocks_override, slots, busy = _select(kt, machine, options)
         rows, lens = _rows_of(kt.warp_start, ctx_warp)
         keep = lens > 0
+        gathered = 0 if isinstance(rows, slice) else int(np.sum(np.asarray(kt.addr_start)[rows + 1]
+                                                                   - np.asarray(kt.addr_start)[rows]))
+        sms_run = simulated_sms(options, machine) if options.warps is None and options.blocks is None else 1
+        fixed = _engine_state_bytes(machine, sms_run, st)
+        _check_memory(name, int(lens.sum()), 0, gathered, options, machine, fixed)   # before the per-row arrays
         r_sidx = sidx_trace[rows]
-        addr_start, aidx = _gather_csr(kt.addr_start, rows)
+        addr_start, aidx = _addresses_of(kt.addr_start, rows)
         addresses = np.asarray(kt.addresses)[aidx]
-        mask = np.asarray(kt.mask, np.uint32)[rows]
+        mask = np.array(np.asarray(kt.mask)[rows], np.uint32)     # a writable copy: the jitted passes' usual type
         width = np.asarray(kt.mem_width, np.int64)[rows]
-        width = np.where(width > 0, width, s_width[r_sidx])
+        unset = np.flatnonzero(width <= 0)
+        width[unset] = s_width[r_sidx[unset]]          # in place: no temporaries the size of the rows
+        del unset
         info = kt.info
         threads, regs, shmem = info.threads_per_block, info.nregs, info.shmem
         wpb_real = info.warps_per_block
@@ -455,6 +504,7 @@ def lower(program, kernel_trace, machine: Machine, options: Options | None = Non
         addresses = np.zeros(0, np.uint64)
         mask = np.full(r_sidx.shape[0], 0xFFFFFFFF, np.uint32)
         width = s_width[r_sidx]
+        gathered, fixed = 0, _engine_state_bytes(machine, 1, st)
         threads, regs, shmem, wpb_real = n * machine.warp_size, 0, 0, n
         notes.append("SASS only: every warp runs the straight-line path; memory accesses use the "
                      "conflict-free, fully coalesced pattern (no addresses)")
@@ -475,17 +525,23 @@ def lower(program, kernel_trace, machine: Machine, options: Options | None = Non
         shared_wavefronts(addr_start, np.asarray(addresses, np.uint64), mask, width, is_shared, sh.banks,
                           sh.bank_bytes, sh.phase_lanes, machine.warp_size, r_wave, r_wave_min)
     gm = machine.memory
+
+    def counted(m: int) -> None:          # the transactions are counted, not yet allocated
+        _check_memory(name, N, m, gathered, options, machine, fixed)
+
     if gm.coalescing == "cc13":
         tx_start, tx_addr, tx_bytes, tx_min, tx_min_bytes = cc13_transactions(
-            addr_start, addresses, mask, width, is_global, machine.warp_size)
+            addr_start, addresses, mask, width, is_global, machine.warp_size, counted=counted)
     else:
         tx_start, tx_addr, tx_bytes, tx_min, tx_min_bytes = sector_transactions(
-            addr_start, addresses, mask, width, is_global, gm.segment_bytes[0], machine.warp_size)
+            addr_start, addresses, mask, width, is_global, gm.segment_bytes[0], machine.warp_size, counted=counted)
+    del addresses, mask, width
     if gm.coalescing == "sector" and gm.l1 is not None:
         # every global access passes the unified L1's data stage one cache line per cycle
         g_wave, g_wave_min = line_wavefronts(tx_start, tx_addr, tx_min_bytes, gm.l1.line_bytes)
-        r_wave = np.where(is_global, g_wave, r_wave)
-        r_wave_min = np.where(is_global, g_wave_min, r_wave_min)
+        r_wave[is_global] = g_wave[is_global]
+        r_wave_min[is_global] = g_wave_min[is_global]
+        del g_wave, g_wave_min
     # DRAM channel of every global transaction; their per-channel counts are the load behind the
     # "no channel skew" service scale (EngineInput.chan_scale, derived by the core from tx_chan)
     tx_chan = channel_of(tx_addr, gm.channels, gm.interleave_bytes, gm.channel_hash)
@@ -596,9 +652,11 @@ def lower(program, kernel_trace, machine: Machine, options: Options | None = Non
         u_occ=np.array([machine.units[u].occupancy for u in unit_names], np.float64),
         u_count=np.array([machine.units[u].count for u in unit_names], np.int32),
         u_per_sm=np.array([int(machine.units[u].per == "sm") for u in unit_names], np.int32),
-        r_sidx=np.asarray(r_sidx, np.int32), r_wave=r_wave.astype(np.int32), r_wave_min=r_wave_min.astype(np.int32),
-        r_tx_start=tx_start, r_tx_min=tx_min.astype(np.int32), r_tx_min_bytes=tx_min_bytes.astype(np.int64),
-        tx_addr=tx_addr.astype(np.int64), tx_bytes=tx_bytes.astype(np.int64), tx_chan=tx_chan.astype(np.int32),
+        r_sidx=np.asarray(r_sidx, np.int32), r_wave=r_wave.astype(np.int32, copy=False),
+        r_wave_min=r_wave_min.astype(np.int32, copy=False), r_tx_start=tx_start,
+        r_tx_min=tx_min.astype(np.int32, copy=False), r_tx_min_bytes=tx_min_bytes.astype(np.int64, copy=False),
+        tx_addr=tx_addr.astype(np.int64, copy=False), tx_bytes=tx_bytes.astype(np.int64, copy=False),
+        tx_chan=tx_chan.astype(np.int32, copy=False),
         c_start=c_start, c_end=c_end, c_block=ctx_block.astype(np.int32), b_ctx_start=b_ctx_start,
         sm_blocks_start=sm_blocks_start, sm_blocks=order,
         sm_part=near_partitions(n_sms, int(ipar[I_L2_PARTS]), gm.l2_partition_sms if ipar[I_L2_PARTS] > 1 else None),

@@ -38,7 +38,7 @@ class MachineTableError(TegError):
     """A machine table that cannot be read, resolved or validated."""
 
 
-_CACHE: dict[str, tuple[tuple[tuple[str, int], ...], Machine]] = {}
+_CACHE: dict[str, tuple[tuple[tuple[str, str], ...], Machine]] = {}
 
 
 # --------------------------------------------------------------------------------------------
@@ -161,6 +161,11 @@ def _locate(name_or_path: str | os.PathLike) -> Path:
     text = os.fspath(name_or_path)
     p = Path(text)
     if p.suffix in (".yaml", ".yml") or os.sep in text or "/" in text:
+        if p.exists() and not p.is_file():
+            from teg.fileio import stream_kind
+
+            raise MachineTableError(f"{p}: is a {stream_kind(p) or 'folder'}, not a machine table file (teg reads "
+                                    "regular files only)")
         if not p.is_file():
             raise MachineTableError(f"{p}: machine table file not found")
         return p.resolve()
@@ -187,15 +192,19 @@ def _extends_path(ext: Any, current: Path, lines: dict) -> Path:
     return shipped.resolve()
 
 
-def _mtime(p: Path | str) -> int:
+def _mtime(p: Path | str) -> str:
+    """The file's fingerprint (:func:`teg.trace.digest.fingerprint`: it changes on every edit, also
+    one that keeps the size and puts the modification time back), "" when it cannot be read."""
+    from teg.trace.digest import fingerprint
+
     try:
-        return os.stat(p).st_mtime_ns
+        return fingerprint(os.stat(p))
     except OSError:
-        return -1
+        return ""
 
 
 MAX_TABLE_BYTES = 1 << 20      # the shipped tables are 10-30 kB
-_FILES: dict[str, tuple[int, dict[str, Any], dict[tuple[str, ...], int]]] = {}
+_FILES: dict[str, tuple[str, dict[str, Any], dict[tuple[str, ...], int]]] = {}
 
 
 def _read(path: Path) -> tuple[dict[str, Any], dict[tuple[str, ...], int]]:

@@ -96,13 +96,13 @@ def _sector_pass(addr_start, addresses, mask, width, is_global, sector, warp_siz
     return pos
 
 
-def sector_transactions(addr_start, addresses, mask, width, is_global, sector_bytes, warp_size=32):
+def sector_transactions(addr_start, addresses, mask, width, is_global, sector_bytes, warp_size=32, counted=None):
     """sm_70+ rule: a warp access is split into the distinct ``sector_bytes`` (32 B) sectors its
     active lanes touch (one request per instruction; sectors of 128-byte lines). Minimum =
     ``ceil(active_lanes * width / sector_bytes)``. Returns ``(start, addr, nbytes, min_count,
     min_bytes)``."""
     return _two_pass(_sector_pass, addr_start, addresses, mask, width, is_global,
-                     np.int64(sector_bytes), np.int64(warp_size))
+                     np.int64(sector_bytes), np.int64(warp_size), counted=counted)
 
 
 @njit(cache=True)
@@ -186,19 +186,21 @@ def _cc13_pass(addr_start, addresses, mask, width, is_global, warp_size, fill, s
     return pos
 
 
-def cc13_transactions(addr_start, addresses, mask, width, is_global, warp_size=32):
+def cc13_transactions(addr_start, addresses, mask, width, is_global, warp_size=32, counted=None):
     """GT200 (compute 1.2/1.3) rule, per half-warp: take the segment (32 B for 1-byte words, 64 B
     for 2-byte, 128 B for 4/8/16-byte) holding the lowest active lane's address, serve every lane
     of the half-warp in that segment, halve the segment while the used bytes fit in one half
     (128 → 64 → 32), repeat for the lanes left. Minimum: the half-warp's bytes in 128-byte
     segments, the last one shrunk to 32/64 B. Returns ``(start, addr, nbytes, min_count, min_bytes)``."""
-    return _two_pass(_cc13_pass, addr_start, addresses, mask, width, is_global, np.int64(warp_size))
+    return _two_pass(_cc13_pass, addr_start, addresses, mask, width, is_global, np.int64(warp_size), counted=counted)
 
 
-def _two_pass(pass_fn, addr_start, addresses, mask, width, is_global, *rule_args):
+def _two_pass(pass_fn, addr_start, addresses, mask, width, is_global, *rule_args, counted=None):
     """Run a jitted coalescing pass twice: first to count each row's transactions (CSR ``start``
-    and the minimum counts/bytes), then to fill the transaction arrays of exactly that size.
-    Returns ``(start, addr, nbytes, min_count, min_bytes)``."""
+    and the minimum counts/bytes), then to fill the transaction arrays of exactly that size
+    (``counted(m)`` is called with their number in between, before anything of that size is
+    allocated: a caller may refuse the work there). Returns ``(start, addr, nbytes, min_count,
+    min_bytes)``."""
     n = mask.shape[0]
     args = (np.asarray(addr_start, np.int64), np.asarray(addresses, np.uint64), np.asarray(mask, np.uint32),
             np.asarray(width, np.int64), np.asarray(is_global, np.bool_), *rule_args)
@@ -207,6 +209,8 @@ def _two_pass(pass_fn, addr_start, addresses, mask, width, is_global, *rule_args
     min_bytes = np.zeros(n, np.int64)
     empty = np.zeros(0, np.int64)
     m = pass_fn(*args, False, start, empty, empty, min_count, min_bytes)
+    if counted is not None:
+        counted(int(m))
     out_addr = np.zeros(m, np.int64)
     out_bytes = np.zeros(m, np.int64)
     pass_fn(*args, True, start, out_addr, out_bytes, min_count, min_bytes)
@@ -218,16 +222,27 @@ def line_wavefronts(start, tx_addr, min_bytes, line_bytes):
     reads one ``line_bytes`` cache line per cycle, Nsight Compute's *wavefronts*): the distinct
     lines among the row's sectors (``sector_transactions`` lists them sorted), and the minimum
     under perfect coalescing, ``ceil(min_bytes / line_bytes)`` but never more than the rule's own
-    count. Rows without transactions get 0 (shared-memory rows keep their own wavefronts)."""
+    count. Rows without transactions get 0 (shared-memory rows keep their own wavefronts).
+    One jitted pass over the rows: no temporary the size of the transactions."""
     start = np.asarray(start, np.int64)
     n_rows = start.shape[0] - 1
-    counts = np.diff(start)
-    lines = np.asarray(tx_addr, np.int64) // int(line_bytes)
-    first = np.zeros(lines.shape[0], bool)
-    first[start[:-1][counts > 0]] = True                    # a row's first transaction opens a line
-    new = first.copy()
-    new[1:] |= lines[1:] != lines[:-1]
-    row_of = np.repeat(np.arange(n_rows), counts)
-    wave = np.bincount(row_of[new], minlength=n_rows).astype(np.int32)
-    wave_min = np.minimum(-(-np.asarray(min_bytes, np.int64) // int(line_bytes)), wave).astype(np.int32)
+    wave = np.zeros(n_rows, np.int32)
+    wave_min = np.zeros(n_rows, np.int32)
+    _line_wavefronts(start, np.asarray(tx_addr, np.int64), np.asarray(min_bytes, np.int64), np.int64(line_bytes),
+                     wave, wave_min)
     return wave, wave_min
+
+
+@njit(cache=True)
+def _line_wavefronts(start, tx_addr, min_bytes, line_bytes, wave, wave_min):
+    for i in range(wave.shape[0]):
+        n = 0
+        prev = np.int64(0)
+        for j in range(start[i], start[i + 1]):
+            line = tx_addr[j] // line_bytes
+            if n == 0 or line != prev:
+                n += 1
+            prev = line
+        wave[i] = n
+        lo = (min_bytes[i] + line_bytes - 1) // line_bytes
+        wave_min[i] = lo if lo < n else n

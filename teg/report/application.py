@@ -192,4 +192,5 @@ def points_csv(rows: list[dict], columns: tuple[str, ...]) -> str:
     """Sweep points as CSV (the columns of the ``-o`` file)."""
     from teg.report.rowlog import csv_line
 
-    return (csv_line(columns) + b"".join(csv_line([r.get(c) for c in columns]) for r in rows)).decode()
+    data = csv_line(columns) + b"".join(csv_line([r.get(c) for c in columns]) for r in rows)
+    return data.decode("utf-8", "surrogateescape")

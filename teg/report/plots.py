@@ -51,9 +51,16 @@ def _target(path) -> Path:
     return p
 
 
-def _save(fig, path: Path) -> Path:
+def _save(fig, path: Path, force: bool = False) -> Path:
+    """Write ``fig`` to ``path`` through :mod:`teg.fileio` (atomic; an existing file is replaced only
+    if teg drew it — its PNG ``Software`` or SVG ``Creator`` tag says so — or with ``force``)."""
+    from teg import __version__, fileio
+
+    fmt = path.suffix.lower().lstrip(".")
+    tag = {"Software": f"teg {__version__}"} if fmt == "png" else {"Creator": f"teg {__version__}"}
     try:
-        fig.savefig(path, dpi=110, bbox_inches="tight")
+        with fileio.atomic_file(path, fileio.figure_owned, force) as fh:
+            fig.savefig(fh, format=fmt, dpi=110, bbox_inches="tight", metadata=tag)
     except OSError as exc:
         raise PlotError(f"{path}: cannot write the plot: {exc.strerror or exc}") from None
     finally:
@@ -131,7 +138,7 @@ def read_measured(path) -> dict[int, float]:
     return out
 
 
-def sweep_figure(rows, path, measured: dict[int, float] | None = None) -> Path:
+def sweep_figure(rows, path, measured: dict[int, float] | None = None, force: bool = False) -> Path:
     """Cycles and speedup against warps (or blocks) per SM for the rows of :func:`teg.analysis.sweep.sweep`
     (speedup: work-normalized throughput over the first point's), with ``measured`` cycles per point
     overlaid (their speedup from the same work: the sweep's instructions at that point, else the
@@ -173,10 +180,10 @@ def sweep_figure(rows, path, measured: dict[int, float] | None = None) -> Path:
         axes[2].set_ylabel("cycles by stall cause")
         axes[2].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
-    return _save(fig, target)
+    return _save(fig, target, force)
 
 
-def whatif_figure(rows, path, meta: dict | None = None) -> Path:
+def whatif_figure(rows, path, meta: dict | None = None, force: bool = False) -> Path:
     """The what-if savings (rows of :func:`teg.analysis.whatif.whatif`, baseline first): per
     mechanism a bar from the cycles without it up to the baseline, labelled with the cycles saved;
     the last bar all mechanisms removed together."""
@@ -204,10 +211,10 @@ def whatif_figure(rows, path, meta: dict | None = None) -> Path:
     ax.set_title(f"what each mechanism costs: {m.get('kernel', '')} on {m.get('machine', '')}", fontsize=10)
     ax.grid(True, axis="x", alpha=0.3)
     fig.tight_layout()
-    return _save(fig, target)
+    return _save(fig, target, force)
 
 
-def stall_figure(result, path) -> Path:
+def stall_figure(result, path, force: bool = False) -> Path:
     """The stall stack of one estimate: a bar of its cycles split by stall cause."""
     target = _target(path)
     plt = _pyplot()
@@ -218,10 +225,10 @@ def stall_figure(result, path) -> Path:
     ax.set_title(f"{m.get('kernel', '')} on {m.get('machine', '')}: {result.cycles} cycles by stall cause", fontsize=10)
     ax.legend(fontsize=7, ncol=2, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
-    return _save(fig, target)
+    return _save(fig, target, force)
 
 
-def application_bars(rows: list[dict], path) -> Path:
+def application_bars(rows: list[dict], path, force: bool = False) -> Path:
     """The application table as bars of time by kernel, one per row in the order given: ``rows`` are
     dicts with ``name`` and ``time_us`` (µs; ``cycles`` when no row has a time); rows that carry
     ``stalls`` (cause → cycles) have their bar split by cause in proportion. Rows with an ``error``
@@ -245,7 +252,7 @@ def application_bars(rows: list[dict], path) -> Path:
     ax.set_xlabel("time (µs)" if timed else "cycles")
     ax.grid(True, axis="x", alpha=0.3)
     fig.tight_layout()
-    return _save(fig, target)
+    return _save(fig, target, force)
 
 
 def _short(name: str, width: int = 40) -> str:

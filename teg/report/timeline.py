@@ -195,6 +195,31 @@ class _Rows:
     opname: np.ndarray      # opcode text (object array)
 
 
+def _issued_in(rec: np.ndarray, window: Window, chunk: int = 1 << 20) -> int:
+    """Rows issued inside ``window``, counted in chunks of ``chunk`` rows."""
+    n = 0
+    for a in range(0, rec.shape[0], chunk):
+        n += int(np.count_nonzero(window.holds(rec[a:a + chunk, TL_ISSUE])))
+    return n
+
+
+def check_timeline_size(inp: EngineInput, window: Window, max_events: int = MAX_EVENTS) -> None:
+    """Refuse, before the run, a timeline that cannot be made: without ``--timeline-cycles`` every
+    issued row gives at least two events (its issue on the warp's and the scheduler's track), so a
+    run of more than ``max_events / 2`` rows would be refused after it; and the records need
+    memory per row and transaction (:mod:`teg.hostmem`)."""
+    from teg.hostmem import TIMELINE_ROW_BYTES, TIMELINE_TX_BYTES, require
+
+    n, m = inp.num_rows, int(inp.tx_addr.shape[0])
+    if window.start <= 0 and window.end is None and 2 * n > max_events:
+        raise TimelineError(f"timeline: the run issues {n:,} warp instructions, at least {2 * n:,} events, more than "
+                            f"the {max_events:,} a timeline may hold; narrow it with --timeline-cycles A:B "
+                            "(refused before the run)")
+    require(n * TIMELINE_ROW_BYTES + m * TIMELINE_TX_BYTES, f"timeline: recording {n:,} warp instructions",
+            "sample fewer SMs with --sms N (the records cover every row, whatever --timeline-cycles keeps), or give "
+            "teg more memory")
+
+
 def _issued_rows(rec: np.ndarray, inp: EngineInput, ops: list[str], S: int) -> _Rows:
     rows = np.nonzero(rec[:, TL_ISSUE] >= 0)[0]
     g = rec[rows, TL_SCHED].astype(np.int64)
@@ -278,18 +303,18 @@ def trace_events(result: Result, inp: EngineInput, window: Window = Window(), op
     units = list(meta.get("units") or [f"unit{u}" for u in range(inp.u_occ.shape[0])])
     S = int(inp.ipar[I_SCHED])
     ev = _Events(max_events)
+    ev._room(2 * _issued_in(rec, window))     # each issue in the window: an instant and a span, before any array
     r = _issued_rows(rec, inp, ops, S)
     _warp_events(ev, rec, r, inp, meta.get("pcs"), window, S)
     unit_tracks = _unit_events(ev, rec, r, inp, window, S)
     _block_events(ev, rec, r, inp, window)
     mem_tracks = _memory_events(ev, result.tx_record, inp, window)
     _track_names(ev, r, inp, meta.get("kernel"), units, unit_tracks, mem_tracks, S)
-    other = {"kernel": meta.get("kernel"), "machine": meta.get("machine"), "clock_mhz": meta.get("clock_mhz"),
-             "time_unit": "1 us of trace time = 1 cycle", "cycles": result.cycles,
+    other = {"generator": GENERATOR, "kernel": meta.get("kernel"), "machine": meta.get("machine"),
+             "clock_mhz": meta.get("clock_mhz"), "time_unit": "1 us of trace time = 1 cycle", "cycles": result.cycles,
              "window": [window.start, window.end], "options": options or {},
-             "dependency_model": meta.get("dependency_model"), "policy": meta.get("policy"),
-             "generator": "teg estimate --timeline"}
-    return {"traceEvents": ev.items, "otherData": other}
+             "dependency_model": meta.get("dependency_model"), "policy": meta.get("policy")}
+    return {"otherData": other, "traceEvents": ev.items}    # otherData first: its generator marks the file teg's
 
 
 def _memory_events(ev: _Events, tx: np.ndarray | None, inp: EngineInput, window: Window) -> list:
@@ -332,13 +357,36 @@ def _queue_depth(arrive: np.ndarray, start: np.ndarray) -> tuple[np.ndarray, np.
     return t[last], depth[last]
 
 
+GENERATOR = "teg estimate --timeline"
+
+
+def timeline_owned(path) -> bool:
+    """A timeline teg wrote (:mod:`teg.fileio` ownership): its first bytes carry ``otherData`` with
+    teg's generator."""
+    from teg.fileio import file_head
+
+    head = file_head(path)
+    return head.startswith(b'{"otherData":{"generator":"' + GENERATOR.encode() + b'"')
+
+
+def check_timeline_target(path, force: bool = False) -> None:
+    """Refuse, before any run, a timeline path teg may not write (:func:`teg.fileio.prepare`)."""
+    from teg import fileio
+
+    fileio.prepare(path, timeline_owned, force, folder=False)
+
+
 def write_timeline(path, result: Result, inp: EngineInput, window: Window = Window(), options: dict | None = None,
-                   max_events: int = MAX_EVENTS) -> int:
-    """Write the trace-event JSON of :func:`trace_events` to ``path``; returns the number of events."""
+                   max_events: int = MAX_EVENTS, force: bool = False) -> int:
+    """Write the trace-event JSON of :func:`trace_events` to ``path`` through :mod:`teg.fileio`
+    (atomic; an existing file is replaced only if it is a timeline teg wrote, or with ``force``);
+    returns the number of events."""
+    from teg import fileio
+
     doc = trace_events(result, inp, window, options, max_events)
     try:
-        with open(path, "w") as f:
-            json.dump(doc, f, separators=(",", ":"))
+        with fileio.atomic_file(path, timeline_owned, force) as fh:
+            fh.write(json.dumps(doc, separators=(",", ":")).encode("utf-8"))
     except OSError as exc:
         raise TimelineError(f"{path}: cannot write the timeline: {exc.strerror or exc}") from None
     return len(doc["traceEvents"])

@@ -16,6 +16,7 @@ from __future__ import annotations
 import lzma
 import os
 import re
+import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
@@ -32,6 +33,9 @@ from teg.trace.model import KernelInfo, KernelTrace, Trace, launch_problem
 from teg.trace.native import KernelWriter, TraceWriter, replaceable
 from teg.trace.textwriter import format_rows
 
+# Version of what this reader makes of the same text: part of every trace-cache key
+# (teg.trace.cache), so a reader that changes what it produces never reuses an older conversion.
+READER_VERSION = 1
 CHUNK_BYTES = 32 << 20     # text block handed to the scanner
 ROW_CAP = 1 << 19          # scanner output rows per flush
 ADDR_CAP = 1 << 22         # scanner output addresses per flush
@@ -110,11 +114,13 @@ def read_kernelslist(path: str | os.PathLike,
             if not s.endswith(TRACE_SUFFIXES):
                 raise TraceFormatError(f"{s}: not a post-processed .traceg[.xz] kernel trace "
                                        "(run Accel-Sim's post-traces-processing first)", str(p), n)
-            if not kf.is_file():
+            if not kf.exists():
                 if missing is not None:
                     missing.append((kf, n))
                     continue
                 raise TraceFormatError(f"kernel file {s} not found (looked for {kf})", str(p), n)
+            if missing is None:
+                _regular(kf)          # a pipe or device listed: refused by name (an application: that kernel fails)
             files.append(kf)
         else:
             raise TraceFormatError(f"unexpected line {s[:80]!r} (expected MemcpyHtoD,… or kernel-N.traceg)", str(p), n)
@@ -474,15 +480,17 @@ def _finish(kw: KernelWriter, st: np.ndarray, col: _Collected, info: KernelInfo)
 
 def accelsim_files(path: str | os.PathLike) -> tuple[list[Path], list[tuple[int, int]], Path]:
     """Resolve an Accel-Sim input (``kernelslist.g``, its folder, or one ``.traceg[.xz]``) to
-    (kernel files, memcpy list, the path named)."""
+    (kernel files, memcpy list, the path named); every file must be a regular file (a pipe or a
+    device is refused before anything reads it)."""
     p = Path(path)
     if p.is_dir():
         kl = p / "kernelslist.g"
-        if not kl.is_file():
+        if not kl.exists():
             raise TraceFormatError("folder has no kernelslist.g (and is not a teg trace)", str(p))
         p = kl
     if not p.exists():
         raise TraceFormatError("no such file", str(p))
+    _regular(p)
     if str(p).endswith(TRACE_SUFFIXES):
         return [p], [], p
     if str(p).endswith(".tracez"):
@@ -491,14 +499,23 @@ def accelsim_files(path: str | os.PathLike) -> tuple[list[Path], list[tuple[int,
     return files, memcpy, p
 
 
+def _regular(p: Path) -> None:
+    from teg.fileio import stream_kind
+
+    kind = stream_kind(p)
+    if kind is not None or p.is_dir():
+        raise TraceFormatError(f"is a {kind or 'folder'}, not a trace file (teg reads regular files only)", str(p))
+
+
 def convert_accelsim(src: str | os.PathLike, out: str | os.PathLike, progress: bool = False,
-                     force: bool = False) -> Path:
+                     force: bool = False, publish: bool = False) -> Path:
     """Convert an Accel-Sim trace (list, folder or one kernel file) to the native format at ``out``
-    (``force``: replace a file there that teg did not write)."""
+    (``force``: replace a file there that teg did not write; ``publish``: a trace-cache entry,
+    :class:`~teg.trace.native.TraceWriter`)."""
     files, memcpy, p = accelsim_files(src)
     bar = _progress_bar(sum(f.stat().st_size for f in files)) if progress else None
     try:
-        with TraceWriter(out, source=str(p), memcpy=memcpy, force=force) as tw:
+        with TraceWriter(out, source=os.fsdecode(p), memcpy=memcpy, force=force, publish=publish) as tw:
             sc = _Scan()
             for f in files:
                 tw.add(convert_traceg(f, tw, bar.update if bar is not None else None, scan=sc))
@@ -509,12 +526,13 @@ def convert_accelsim(src: str | os.PathLike, out: str | os.PathLike, progress: b
 
 
 def _progress_bar(total: int):
-    """A tqdm bar over input bytes when tqdm is installed (optional extra ``progress``), else None."""
+    """A tqdm bar over input bytes on stderr when tqdm is installed (optional extra ``progress``)
+    and stderr is a terminal (``disable=None``: nothing is written into a redirected stderr), else None."""
     try:
         from tqdm import tqdm
     except ImportError:
         return None
-    return tqdm(total=total, unit="B", unit_scale=True, desc="teg trace", leave=False)
+    return tqdm(total=total, unit="B", unit_scale=True, desc="teg trace", leave=False, disable=None, file=sys.stderr)
 
 
 # ---- writer -------------------------------------------------------------------------------------

@@ -153,15 +153,18 @@ class TraceWriter:
 
     ``path`` ending in ``.npz`` gives a single zip file of the same members; anything else a
     directory. Use as a context manager: an exception discards the partial output. The output
-    replaces only an earlier teg trace (or ``force``: any file), through :mod:`teg.fileio`."""
+    replaces only an earlier teg trace (or ``force``: any file), through :mod:`teg.fileio`.
+    ``publish``: a trace-cache entry, renamed into place only if no other process put one there
+    first (:func:`teg.fileio.publish_folder`; the entry there is kept and this one dropped)."""
 
     def __init__(self, path: str | os.PathLike, source: str = "", memcpy: list[tuple[int, int]] | None = None,
-                 force: bool = False):
-        self.path = fileio.prepare(path, replaceable, force)
+                 force: bool = False, publish: bool = False):
+        self.npz = Path(path).suffix == ".npz" and not publish
+        self.publish = publish
+        self.path = Path(path) if publish else fileio.prepare(path, replaceable, force, folder=not self.npz)
         self.force = force
-        self.npz = self.path.suffix == ".npz"
-        self.tmp = fileio.partial_path(self.path)
-        self.tmp.mkdir()
+        self.tmp_folder = fileio.TempFolder(self.path)
+        self.tmp = self.tmp_folder.path
         self.meta = {"format": FORMAT_NAME, "version": FORMAT_VERSION, "source": source,
                      "memcpy": [list(m) for m in (memcpy or [])], "kernels": []}
 
@@ -173,20 +176,25 @@ class TraceWriter:
 
     def commit(self) -> Path:
         (self.tmp / "meta.json").write_text(json.dumps(self.meta, indent=1))
-        if self.npz:
+        if self.publish:
+            if not fileio.publish_folder(self.tmp, self.path):
+                self.tmp_folder.discard()       # another process published the same entry first
+            self.tmp_folder.release()
+        elif self.npz:
             with fileio.atomic_file(self.path, replaceable, self.force) as fh:
                 with zipfile.ZipFile(fh, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
                     for f in sorted(self.tmp.rglob("*")):
                         if f.is_file():
                             zf.write(f, f.relative_to(self.tmp).as_posix())
-            shutil.rmtree(self.tmp)
+            self.tmp_folder.discard()
         else:
-            fileio.check_target(self.path, replaceable, self.force)
+            fileio.check_target(self.path, replaceable, self.force, folder=True)
             fileio.replace_folder(self.tmp, self.path)
+            self.tmp_folder.release()
         return self.path
 
     def abort(self) -> None:
-        fileio.remove_entry(self.tmp)
+        self.tmp_folder.discard()
 
     def __enter__(self):
         return self
@@ -267,15 +275,30 @@ def _read_meta(data: bytes, where: str) -> dict:
     return _check_meta(meta, where)
 
 
-def _spill_dir(p: Path) -> Path:
-    """Where the compressed members of the ``.npz`` ``p`` are inflated once (trace cache, keyed by
-    the archive's path, size and modification time)."""
-    import hashlib
-
-    from teg.trace import cache_dir
-    st = p.stat()
-    key = hashlib.sha1(f"{p.resolve()}|{st.st_size}|{st.st_mtime_ns}".encode()).hexdigest()[:20]
-    return cache_dir() / f"npz-{key}"
+def read_meta(path: str | os.PathLike) -> tuple[dict, list[KernelInfo], list[tuple[int, int]]]:
+    """The checked metadata of a native trace — the document, each kernel's launch facts, the
+    copies — without mapping a column (listing an application's kernels reads no more)."""
+    p = Path(path)
+    if p.is_dir():
+        mf = p / "meta.json"
+        try:
+            raw = mf.read_bytes()
+        except OSError as exc:
+            raise TraceFormatError(f"corrupted trace metadata ({exc.__class__.__name__}: {exc})", str(mf)) from None
+        meta = _read_meta(raw, str(mf))
+    else:
+        try:
+            with zipfile.ZipFile(p) as zf:
+                raw = zf.read("meta.json")
+        except (OSError, EOFError, KeyError, zipfile.BadZipFile, zlib.error, ValueError) as exc:
+            raise TraceFormatError(f"not a readable teg trace .npz ({exc.__class__.__name__}: {exc})", str(p)) from None
+        meta = _read_meta(raw, str(p))
+    infos = []
+    for i, k in enumerate(meta["kernels"]):
+        where = f"{p}/{k.get('dir') if isinstance(k, dict) else f'kernel #{i}'}"
+        checks.kernel_entry(k, where)
+        infos.append(checks.kernel_info(k["info"], where))
+    return meta, infos, checks.memcpy_list(meta, str(p))
 
 
 def load_native(path: str | os.PathLike) -> Trace:
@@ -299,16 +322,19 @@ def load_native(path: str | os.PathLike) -> Trace:
             except ColumnError as exc:
                 raise TraceFormatError(f"corrupted column ({exc.problem})", str(f)) from None
     else:
+        from teg.trace.cache import Spill
+
         try:
             zf = zipfile.ZipFile(p)
             raw = zf.read("meta.json")
         except (OSError, EOFError, KeyError, zipfile.BadZipFile, zlib.error, ValueError) as exc:
             raise TraceFormatError(f"not a readable teg trace .npz ({exc.__class__.__name__}: {exc})", str(p)) from None
         meta = _read_meta(raw, str(p))
+        spill = Spill(p)
 
         def get(kdir: str, name: str) -> np.ndarray:
             try:
-                return map_member(p, zf, f"{kdir}/{name}.npy", _spill_dir(p))
+                return map_member(p, zf, f"{kdir}/{name}.npy", spill.folder)
             except ColumnError as exc:
                 raise TraceFormatError(f"corrupted column {kdir}/{name} ({exc.problem})", str(p)) from None
 
@@ -318,6 +344,7 @@ def load_native(path: str | os.PathLike) -> Trace:
     finally:
         if zf is not None:
             zf.close()
+            spill.close()
     source = meta.get("source", "")
     return Trace(kernels=kernels, memcpy=checks.memcpy_list(meta, str(p)),
                  source=(source if isinstance(source, str) else "") or str(p))

@@ -126,10 +126,11 @@ def _member_offset(fh, info: zipfile.ZipInfo, member: str) -> int:
     return info.header_offset + _LOCAL_HEADER.size + fields[9] + fields[10]
 
 
-def map_member(archive: str | os.PathLike, zf: zipfile.ZipFile, name: str, spill_dir: Path | None = None) -> np.ndarray:
+def map_member(archive: str | os.PathLike, zf: zipfile.ZipFile, name: str, spill_dir=None) -> np.ndarray:
     """Member ``name`` (``"k0000/pc.npy"``) of the open ``.npz`` ``zf`` (file ``archive``) as an
     array mapped from the archive (stored member) or from its inflated copy in ``spill_dir``
-    (compressed member; ``spill_dir`` is created when needed). Raises :class:`ColumnError`."""
+    (compressed member; a folder, or a function returning it when first needed; the member's
+    folder is created). Raises :class:`ColumnError`."""
     path = Path(archive)
     member = f"{path}:{name}"
     try:
@@ -146,7 +147,7 @@ def map_member(archive: str | os.PathLike, zf: zipfile.ZipFile, name: str, spill
         return _map(path, dtype, shape, fortran, data_off + hdr, available, member)
     if spill_dir is None:
         raise ColumnError(member, "compressed member and no folder to inflate it into")
-    out = Path(spill_dir) / name
+    out = Path(spill_dir() if callable(spill_dir) else spill_dir) / name
     if not out.is_file():
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = fileio.partial_path(out)

@@ -42,9 +42,13 @@ class Row:
 
 def load_document(path: str | os.PathLike, kind: str) -> dict:
     """Read a measured (``kind="measured"``) or predicted validation JSON and check its shape."""
+    from teg.textfile import TextFileError, read_text
+
     p = Path(path)
     try:
-        doc = json.loads(p.read_text())
+        doc = json.loads(read_text(p, 1 << 28, f"{kind} validation document"))   # a regular file: a pipe never ends
+    except TextFileError as exc:
+        raise ValidationDataError(str(exc)) from None
     except json.JSONDecodeError as exc:
         raise ValidationDataError(f"{p}:{exc.lineno}: not valid JSON: {exc.msg}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("cases"), list):
@@ -191,15 +195,11 @@ def speedup(warps: list[int], cycles: list[float]) -> list[float]:
     return [(w / w0) * t0 / t for w, t in pairs]
 
 
-_PNG_MARK = b"Software\x00teg "      # tEXt chunk save_png writes
-
-
 def png_by_teg(path: Path) -> bool:
-    """Whether ``path`` is a PNG that :func:`save_png` wrote (its ``Software`` text chunk)."""
-    from teg.fileio import file_head
+    """Whether ``path`` is a PNG teg drew (its ``Software`` text chunk: :data:`teg.fileio.png_owned`)."""
+    from teg.fileio import png_owned
 
-    head = file_head(path)
-    return head.startswith(b"\x89PNG") and _PNG_MARK in head
+    return png_owned(path)
 
 
 def save_png(fig, path: Path, dpi: int) -> None:
