@@ -409,6 +409,30 @@ def test_side_by_side_on_the_same_rows(acc, af):
     assert bal["teg"][0][0] == pytest.approx((0.175 + 0.5) / 2) and bal["HyFiSS"][0][0] == pytest.approx((0.1 + 0.05) / 2)
     text = af.format_side_by_side(af.side_by_side(pts, ["teg", "HyFiSS"]), ["teg", "HyFiSS"], markdown=True)
     assert "| a | 2 | 17.5 / 17.5 | 10.0 / 10.0 (1) |" in text
+    # teg's signed median per app: a: +10 % and -25 % -> -7.5 %; b: +50 %
+    assert tab["a"]["signed"] == pytest.approx(-0.075) and tab["b"]["signed"] == pytest.approx(0.5)
+    text = af.format_side_by_side(af.side_by_side(pts, ["teg"]), ["teg"], markdown=True, signed=True)
+    assert "| a | 2 | 17.5 / 17.5 | -7.5 |" in text and "| b | 2 (1 failed) | 50.0 / 50.0 | +50.0 |" in text
+
+
+def test_rows_marked_by_instruction_ratio_and_failures_listed(acc):
+    """A row whose traced warp instructions are more than 25 % off the measured ones carries the
+    ratio (and '> 2x off' when its cycles are too); 25 % or less carries nothing; a failed row is
+    printed with its reason and counted."""
+    P = acc.Point
+
+    def pt(label, measured, teg, mi, ti, error_text=None):
+        return P("apps", "gv100", label, {"program": "x", "launch": 0}, measured, "cycles", measured_instructions=mi,
+                 predicted=teg, predicted_instructions=ti, error_text=error_text,
+                 detail={"app": "x", "peers": {}, "read_req": 1, "write_req": 0})
+    assert acc.row_note(pt("a", 1000, 1100, 100, 125)) == ""
+    assert acc.row_note(pt("a", 1000, 1100, 100, 126)) == "instr x1.26"
+    assert acc.row_note(pt("a", 1000, 2100, 100, 40)) == "instr x0.40 (> 2x off)"
+    import io
+    out = io.StringIO()
+    acc.print_failures("gv100", [pt("ok", 1000, 1100, 100, 100), pt("bad#3 k", 1000, None, 100, None, "exit status 2")],
+                       out)
+    assert out.getvalue().splitlines() == ["", "failed rows on gv100: 1 of 2", "  bad#3 k: exit status 2"]
 
 
 def test_native_stdout_file_parses(acc, af):
@@ -438,3 +462,9 @@ def test_run_program_estimates_each_launch_once(af, tmp_path, monkeypatch):
         assert r[1]["cycles"] == r[0]["cycles"] and r[1]["warp_instructions"] == r[0]["warp_instructions"]
         again = af.run_program(gpu, m, [0, 1, 2], tmp_path / "cache")
         assert again["cached"] and again["results"] == r and again["stdout"] == res["stdout"]
+        assert res["peak_rss_mb"] > 0 and all(r[i]["peak_rss_mb"] > 0 for i in range(3))
+        # a run stopped part-way: --cached-only reports the launches it got, the rest as not run
+        (next((tmp_path / "cache" / "results" / gpu).glob("twice.*")) / "launch2.json").unlink()
+        part = af.run_program(gpu, m, [0, 1, 2], tmp_path / "cache", cached_only=True)
+        assert part["results"][0] == r[0] and part["results"][1] == r[1]
+        assert "not run yet" in part["results"][2]["error"] and part["error"] == "1 of 3 launches not run yet"

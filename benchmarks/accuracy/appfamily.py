@@ -344,9 +344,31 @@ def launch_fingerprint(v) -> str:
 
 
 def _stalls(res) -> dict:
+    """Every non-zero stall reason as a share of the cycles, largest first (the table prints the top 4)."""
     tot = res.cycles or 1
-    top = sorted(((v, k) for k, v in res.stalls.items() if v), reverse=True)[:4]
+    top = sorted(((v, k) for k, v in res.stalls.items() if v), reverse=True)
     return {k: round(v / tot, 4) for v, k in top}
+
+
+def reset_peak_rss() -> None:
+    """Restart this process's resident-set high-water mark (Linux: ``5`` into /proc/self/clear_refs)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+
+
+def peak_rss_mb() -> float | None:
+    """This process's resident-set high-water mark since the last :func:`reset_peak_rss`, in MiB."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
+    return None
 
 
 def estimate_launch(program, kt, machine, sms: int) -> dict:
@@ -369,9 +391,12 @@ def make_hook(machine, wanted: set[int], cached: dict[int, dict], budget: int, s
             self.results: dict[int, dict] = {}
             self.t0: dict[int, float] = {}
             self.rows: dict[int, int] = {}
+            self.run_peak = 0.0            # MiB: the largest per-launch high-water mark so far
 
         def before(self, v):
             self.t0[v.id] = time.perf_counter()
+            self.run_peak = max(self.run_peak, peak_rss_mb() or 0.0)
+            reset_peak_rss()
             if v.id not in wanted or v.id in cached:
                 return None
             fp = launch_fingerprint(v)
@@ -413,6 +438,8 @@ def make_hook(machine, wanted: set[int], cached: dict[int, dict], budget: int, s
                         r["error"] = f"{type(exc).__name__}: {exc}"
                     r["estimate_s"] = round(time.perf_counter() - t, 3)
                     del sink
+            r["peak_rss_mb"] = peak_rss_mb()       # emulation (and estimate) of this launch
+            self.run_peak = max(self.run_peak, r["peak_rss_mb"] or 0.0)
             self.results[v.id] = r
             store(v.id, r)
 
@@ -457,9 +484,11 @@ class _Capture:
         return False
 
 
-def run_program(gpu: str, m: Manifest, launches: list[int], cache: Path) -> dict:
+def run_program(gpu: str, m: Manifest, launches: list[int], cache: Path, cached_only: bool = False) -> dict:
     """Run program ``m`` of set ``gpu`` (cached per launch): ``{"results": {launch from 0: dict},
-    "stdout": text, "status": int | None, "error": str | None, "wall_s": float}``."""
+    "stdout": text, "status": int | None, "error": str | None, "wall_s": float}``. With
+    ``cached_only`` nothing runs: the launches without a cached result get an error saying so (a
+    run stopped part-way is reported as far as it got)."""
     from teg.machine import load
     s = SETS[gpu]
     t_start = time.perf_counter()
@@ -480,8 +509,16 @@ def run_program(gpu: str, m: Manifest, launches: list[int], cache: Path) -> dict
     if len(cached) == len(wanted) and done_path.exists():
         run = json.loads(done_path.read_text())
         return {"results": {lid - 1: r for lid, r in cached.items()}, "stdout": run["stdout"],
-                "status": run["status"], "error": run["error"], "wall_s": time.perf_counter() - t_start,
+                "status": run["status"], "error": run["error"], "wall_s": run.get("wall_s"),
+                "peak_rss_mb": run.get("peak_rss_mb"), "complete_run": run.get("complete_run"),
                 "cached": True, "binary": str(binary)}
+    if cached_only:
+        results = {lid - 1: r for lid, r in cached.items()}
+        for lid in wanted - set(cached):
+            results[lid - 1] = {"launch": lid - 1, "error": "not run yet (no cached result; --cached-only)"}
+        return {"results": results, "stdout": None, "status": None,
+                "error": f"{len(wanted) - len(cached)} of {len(wanted)} launches not run yet", "wall_s": None,
+                "peak_rss_mb": None, "complete_run": False, "cached": True, "binary": str(binary)}
 
     def store(lid, r):
         tmp = rdir / f".launch{lid - 1}.tmp{os.getpid()}"
@@ -492,6 +529,7 @@ def run_program(gpu: str, m: Manifest, launches: list[int], cache: Path) -> dict
     machine = load(s.machine)
     hook = make_hook(machine, wanted, cached, row_budget(), store)
     work = Path(tempfile.mkdtemp(prefix=f"teg-apps-{m.name}-"))
+    reset_peak_rss()
     error = None
     status = None
     try:
@@ -508,6 +546,8 @@ def run_program(gpu: str, m: Manifest, launches: list[int], cache: Path) -> dict
     if error is None and status != 0:
         tail = [ln for ln in stderr.splitlines() if ln.strip()][-3:]
         error = f"exit status {status}: " + " | ".join(tail)
+    peak = max(hook.run_peak, peak_rss_mb() or 0.0)
+    wall = time.perf_counter() - t_start
     results = {lid - 1: r for lid, r in cached.items()}
     results.update({lid - 1: r for lid, r in hook.results.items()})
     for lid in wanted:
@@ -516,11 +556,12 @@ def run_program(gpu: str, m: Manifest, launches: list[int], cache: Path) -> dict
     if error is None:
         tmp = rdir / f".run.tmp{os.getpid()}"
         tmp.write_text(json.dumps({"stdout": stdout, "status": status, "error": error,
-                                   "launches": len(hook.rows)}))
+                                   "launches": len(hook.rows), "wall_s": round(wall, 1), "peak_rss_mb": peak,
+                                   "complete_run": not cached}))
         os.replace(tmp, done_path)
     return {"results": results, "stdout": stdout, "status": status, "error": error,
-            "wall_s": time.perf_counter() - t_start, "cached": False, "binary": str(binary),
-            "launches_run": len(hook.rows)}
+            "wall_s": wall, "peak_rss_mb": peak, "cached": False, "binary": str(binary),
+            "launches_run": len(hook.rows), "complete_run": not cached}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -575,25 +616,30 @@ def side_by_side(points, tools: list[str]) -> list[dict]:
     for p in points:
         apps.setdefault(p.detail["app"], []).append(p)
     table = []
+
+    def signed(ps):
+        e = tool_errors(ps, "teg")
+        return statistics.median(e) if e else None
     for app, ps in apps.items():
         table.append({"label": app, "rows": len(ps), "failed": sum(p.error is None for p in ps),
-                      "cycles": (min(p.measured for p in ps), max(p.measured for p in ps)),
+                      "cycles": (min(p.measured for p in ps), max(p.measured for p in ps)), "signed": signed(ps),
                       **{t: (_mape(tool_errors(ps, t)), len(tool_errors(ps, t))) for t in tools}})
     groups = [("all rows", points), (f"rows >= {LAUNCH_FLOOR:,} cycles", [p for p in points if p.measured >= LAUNCH_FLOOR]),
               (f"rows < {LAUNCH_FLOOR:,} cycles", [p for p in points if p.measured < LAUNCH_FLOOR])]
     for label, ps in groups:
         table.append({"label": label, "rows": len(ps), "failed": sum(p.error is None for p in ps), "cycles": None,
-                      **{t: (_mape(tool_errors(ps, t)), len(tool_errors(ps, t))) for t in tools}})
+                      "signed": signed(ps), **{t: (_mape(tool_errors(ps, t)), len(tool_errors(ps, t))) for t in tools}})
     bal = {}
     for t in tools:
         per_app = [row[t][0][0] for row in table[:len(apps)] if row[t][0] is not None]
         bal[t] = ((statistics.fmean(per_app), statistics.median(per_app)), len(per_app)) if per_app else (None, 0)
     table.append({"label": "app-balanced (mean / median of the app MAPEs)", "rows": len(apps), "failed": None,
-                  "cycles": None, **bal})
+                  "cycles": None, "signed": None, **bal})
     return table
 
 
-def format_side_by_side(table: list[dict], tools: list[str], markdown: bool = False) -> str:
+def format_side_by_side(table: list[dict], tools: list[str], markdown: bool = False, signed: bool = False) -> str:
+    """The table of :func:`side_by_side` as text or Markdown; ``signed`` adds teg's signed median error."""
     def cell(c, rows):
         (v, n) = c
         if v is None:
@@ -601,16 +647,21 @@ def format_side_by_side(table: list[dict], tools: list[str], markdown: bool = Fa
         txt = f"{v[0] * 100:.1f} / {v[1] * 100:.1f}"
         return txt + (f" ({n})" if rows is not None and n != rows else "")
 
+    def sgn(row):
+        return "-" if row.get("signed") is None else f"{row['signed'] * 100:+.1f}"
+
     lines = []
     if markdown:
-        lines.append("| app | rows | " + " | ".join(f"{t} MAPE / median %" for t in tools) + " |")
-        lines.append("|---|---|" + "---|" * len(tools))
+        lines.append("| app | rows | " + " | ".join(f"{t} MAPE / median %" for t in tools) + " |"
+                     + (" teg signed median % |" if signed else ""))
+        lines.append("|---|---|" + "---|" * (len(tools) + signed))
     else:
-        lines.append(f"{'app':48} {'rows':>5} " + " ".join(f"{t + ' MAPE/med %':>22}" for t in tools))
+        lines.append(f"{'app':48} {'rows':>5} " + " ".join(f"{t + ' MAPE/med %':>22}" for t in tools)
+                     + (f" {'teg signed med %':>22}" if signed else ""))
     for row in table:
         n_ok = None if row["failed"] is None else row["rows"] - row["failed"]
         rows_txt = f"{row['rows']}" + (f" ({row['failed']} failed)" if row["failed"] else "")
-        cells = [cell(row[t], n_ok) for t in tools]
+        cells = [cell(row[t], n_ok) for t in tools] + ([sgn(row)] if signed else [])
         if markdown:
             lines.append(f"| {row['label']} | {rows_txt} | " + " | ".join(cells) + " |")
         else:

@@ -36,6 +36,7 @@ KERNELS = HERE / "kernels"
 MEASURED = Path(os.environ.get("TEG_MEASURED", Path(__file__).resolve().parent / "measured"))
 CACHE = Path(os.environ.get("TEG_ACCURACY_CACHE", HERE / ".cache"))
 
+CACHED_ONLY = False                     # --cached-only: the apps family reports its cached launches, runs nothing
 CACHE_MAX_BYTES = int(os.environ.get("TEG_ACCURACY_CACHE_MAX", 32 << 20))
 if str(HERE) not in sys.path:           # appfamily.py beside this file
     sys.path.insert(0, str(HERE))
@@ -438,7 +439,8 @@ def evaluate_program(points: list[Point]) -> list[Point]:
     p0 = points[0]
     try:
         man = af.manifests()[p0.params["program"]]
-        res = af.run_program(p0.gpu, man, [p.params["launch"] for p in points], CACHE / "apps")
+        res = af.run_program(p0.gpu, man, [p.params["launch"] for p in points], CACHE / "apps",
+                             cached_only=CACHED_ONLY)
     except Exception as e:      # the program could not be built or run: every row fails, none is dropped
         for p in points:
             p.error_text = f"{type(e).__name__}: {e}"
@@ -449,11 +451,11 @@ def evaluate_program(points: list[Point]) -> list[Point]:
     for p in points:
         r = res["results"].get(p.params["launch"], {"error": "no result"})
         d = p.detail
-        d.update({"run": {k: res[k] for k in ("status", "error", "wall_s", "cached")},
+        d.update({"run": {k: res.get(k) for k in ("status", "error", "wall_s", "cached", "peak_rss_mb", "complete_run")},
                   "stdout": res["stdout"], "native_stdout": nat["text"] if nat else None})
         for k in ("warp_instructions", "global_load_requests", "global_store_requests", "global_atomic_requests",
                   "sms", "num_sms", "kept_rows", "same_as", "stalls", "emulate_s", "estimate_s", "kernel",
-                  "grid", "block", "engine_instructions"):
+                  "grid", "block", "engine_instructions", "peak_rss_mb"):
             if k in r:
                 d["traced_" + k if k in ("kernel", "grid", "block") else k] = r[k]
         if r.get("warp_instructions") is not None:
@@ -463,7 +465,7 @@ def evaluate_program(points: list[Point]) -> list[Point]:
         else:
             p.predicted = p.cycles = float(r["cycles"])
             p.stalls = r.get("stalls", {})
-        p.seconds = res["wall_s"] / len(points)
+        p.seconds = (res["wall_s"] or 0.0) / len(points)
     return points
 
 
@@ -543,7 +545,8 @@ def print_points(points: list[Point], out=sys.stdout):
 
 
 def requests_note(p: Point) -> str:
-    """``=`` when the traced global read and write requests equal the measured ones, else both."""
+    """``=`` when the traced global read and write requests equal the measured ones, else both (and
+    the reason the program's manifest gives, if any); ``?`` when the launch has no traced counts."""
     d = p.detail
     if d.get("global_load_requests") is None:
         return "?"
@@ -553,73 +556,159 @@ def requests_note(p: Point) -> str:
     return f"R {r} vs {d['read_req']}, W {w} vs {d['write_req']}"
 
 
+INSTR_MISMATCH = 0.25          # rows whose traced warp instructions differ from the measured by more are marked
+
+
+def instr_ratio(p: Point) -> float | None:
+    if p.predicted_instructions and p.measured_instructions:
+        return p.predicted_instructions / p.measured_instructions
+    return None
+
+
 def row_note(p: Point) -> str:
+    """Sampled SMs, the launch this one is identical to, and a traced / measured warp-instruction
+    ratio more than INSTR_MISMATCH off (``instr x1.43``; ``> 2x`` added when the row is off by 2x)."""
     d = p.detail
     notes = []
     if d.get("sms") is not None and d.get("num_sms") and d["sms"] < d["num_sms"]:
         notes.append(f"sampled {d['sms']}/{d['num_sms']} SMs")
     if d.get("same_as") is not None:
         notes.append(f"same as #{d['same_as']}")
-    ratio = (p.predicted_instructions / p.measured_instructions) if p.predicted_instructions and p.measured_instructions else None
-    if p.off_2x and ratio is not None and abs(ratio - 1) > 0.25:
-        notes.append(f"> 2x with instructions x{ratio:.2f}")
+    ratio = instr_ratio(p)
+    if ratio is not None and abs(ratio - 1) > INSTR_MISMATCH:
+        notes.append(f"instr x{ratio:.2f}" + (" (> 2x off)" if p.off_2x else ""))
     return "; ".join(notes)
 
 
-def print_apps(points: list[Point], out=sys.stdout):
+def _peer_cells(p: Point) -> list[str]:
     import appfamily as af
-    print(f"{'gpu':6} {'row':42} {'measured':>10} {'teg':>10} {'error':>8} {'Accel-Sim':>9} {'HyFiSS':>8} "
-          f"{'PPT-GPU':>8} {'instr traced/measured':>24} {'requests':>9}  notes / top stalls", file=out)
-    for p in points:
-        d = p.detail
-        ins = ""
-        if p.predicted_instructions and p.measured_instructions:
-            ins = f"{p.predicted_instructions:.0f}/{p.measured_instructions:.0f}"
-            ins += " =" if p.predicted_instructions == p.measured_instructions else \
-                f" {p.predicted_instructions / p.measured_instructions:.2f}"
-        peers = [(d["peers"].get(name)) for _, name in af.PEERS]
-        pe = [pct(v / p.measured - 1) if v else "-" for v in peers]
-        if p.error is None:
-            print(f"{p.gpu:6} {p.label[:42]:42} {p.measured:10.0f} {'-':>10} {'FAILED':>8} {pe[0]:>9} {pe[1]:>8} "
-                  f"{pe[2]:>8} {ins:>24} {requests_note(p):>9}  {p.error_text}", file=out)
-            continue
-        st = ", ".join(f"{k} {v:.0%}" for k, v in p.stalls.items())
-        note = row_note(p)
-        print(f"{p.gpu:6} {p.label[:42]:42} {p.measured:10.0f} {p.predicted:10.0f} {pct(p.error):>8} {pe[0]:>9} "
-              f"{pe[1]:>8} {pe[2]:>8} {ins:>24} {requests_note(p):>9}  {(note + '; ') if note else ''}{st}", file=out)
+    out = []
+    for _, name in af.PEERS:
+        v = p.detail.get("peers", {}).get(name)
+        out.append(f"{v:,.0f} {pct(v / p.measured - 1)}" if v else "-")
+    return out
+
+
+def print_apps(points: list[Point], out=sys.stdout):
+    """The apps family per set: every row (measured, teg, signed error, each peer's cycles and error,
+    traced / measured warp instructions, global requests, notes, top stalls), then the side-by-side
+    summary, the per-program fidelity and cost, and every failed row."""
+    import appfamily as af
     for gpu in dict.fromkeys(p.gpu for p in points):
         ps = [p for p in points if p.gpu == gpu]
-        tools = ["teg"] + ([name for _, name in af.PEERS] if af.SETS[gpu].peers else [])
-        print(f"\napps on {gpu} ({af.SETS[gpu].machine} table, {af.SETS[gpu].arch} SASS): MAPE / median |error| "
-              f"in %, on the rows teg has a value for (a peer's own count in brackets where it lacks rows)", file=out)
-        print(af.format_side_by_side(af.side_by_side(ps, tools), tools), file=out)
+        peers = af.SETS[gpu].peers
+        print(f"\napps on {gpu} ({af.SETS[gpu].machine} table, {af.SETS[gpu].arch} SASS): {len(ps)} rows", file=out)
+        head = f"{'row':40} {'measured':>10} {'teg':>10} {'error':>8}"
+        if peers:
+            head += "".join(f" {name + ' (error)':>20}" for _, name in af.PEERS)
+        print(head + f" {'instr traced/measured':>24} {'requests':>9}  notes / top stalls", file=out)
+        for p in ps:
+            ratio = instr_ratio(p)
+            ins = "" if ratio is None else f"{p.predicted_instructions:.0f}/{p.measured_instructions:.0f}" + (
+                " =" if p.predicted_instructions == p.measured_instructions else f" {ratio:.2f}")
+            line = f"{p.label[:40]:40} {p.measured:10.0f} "
+            line += f"{'-':>10} {'FAILED':>8}" if p.error is None else f"{p.predicted:10.0f} {pct(p.error):>8}"
+            if peers:
+                line += "".join(f" {c:>20}" for c in _peer_cells(p))
+            line += f" {ins:>24} {requests_note(p):>9}  "
+            if p.error is None:
+                line += p.error_text or ""
+            else:
+                note = row_note(p)
+                st = ", ".join(f"{k} {v:.0%}" for k, v in list(p.stalls.items())[:4])
+                line += (note + "; " if note else "") + st
+            print(line, file=out)
+        tools = ["teg"] + ([name for _, name in af.PEERS] if peers else [])
+        print(f"\napps on {gpu}: MAPE / median |error| in %, on the rows teg has a value for (a peer's own "
+              f"count in brackets where it lacks rows); teg's signed median error per app", file=out)
+        print(af.format_side_by_side(af.side_by_side(ps, tools), tools, signed=True), file=out)
         print_fidelity(gpu, ps, out)
+        print_failures(gpu, ps, out)
+
+
+def program_fidelity(ps: list[Point]) -> dict:
+    """One program's launches: how many have traced = measured global requests and = warp
+    instructions, the ratio of the summed warp instructions and its per-launch range, the launches
+    over INSTR_MISMATCH, and the run's stdout check, wall time and peak memory."""
+    have = [p for p in ps if p.detail.get("global_load_requests") is not None]
+    ratios = [r for r in (instr_ratio(p) for p in have) if r is not None]
+    traced = sum(p.predicted_instructions or 0 for p in have)
+    meas = sum(p.measured_instructions or 0 for p in have)
+    run = ps[0].detail.get("run", {})
+    so, nat = ps[0].detail.get("stdout"), ps[0].detail.get("native_stdout")
+    return {"launches": len(ps), "counted": len(have), "requests_equal": sum(requests_note(p) == "=" for p in have),
+            "instr_equal": sum(p.predicted_instructions == p.measured_instructions for p in have),
+            "instr_ratio": traced / meas if meas else None, "ratio_range": (min(ratios), max(ratios)) if ratios else None,
+            "over": sum(abs(r - 1) > INSTR_MISMATCH for r in ratios),
+            "stdout": "-" if so is None or nat is None else ("equal" if so == nat else "DIFFERS"),
+            "wall_s": run.get("wall_s"), "peak_rss_mb": run.get("peak_rss_mb"), "cached": run.get("cached"),
+            "complete_run": run.get("complete_run"), "run_error": run.get("error"),
+            "emulate_s": sum(p.detail.get("emulate_s") or 0 for p in ps),
+            "estimate_s": sum(p.detail.get("estimate_s") or 0 for p in ps),
+            "warp_instructions": traced, "stdout_text": so, "native_text": nat}
 
 
 def print_fidelity(gpu: str, points: list[Point], out=sys.stdout):
-    """Per program: launches whose traced global requests equal the measured ones, whose warp
-    instructions equal them, the stdout against the native H200 run, the run's wall time."""
-    print(f"\nfidelity on {gpu}: per program, launches with traced = measured global read and write requests, "
-          f"= warp instructions, stdout vs the native H200 run", file=out)
+    """Per program: launches whose traced global requests / warp instructions equal the measured
+    ones, the summed instruction ratio, the stdout against the native H200 run, the run's cost."""
+    print(f"\nfidelity and cost on {gpu}, per program: launches with traced = measured global read and write "
+          f"requests, = warp instructions, traced / measured warp instructions (sum; per-launch range; launches "
+          f"> {INSTR_MISMATCH:.0%} off), stdout vs the native H200 run, wall time and peak memory of the run "
+          f"(emulation + estimates, this process)", file=out)
     progs: dict[str, list[Point]] = {}
     for p in points:
         progs.setdefault(p.params["program"], []).append(p)
     for prog, ps in progs.items():
-        have = [p for p in ps if p.detail.get("global_load_requests") is not None]
-        req = sum(requests_note(p) == "=" for p in have)
-        ins = sum(p.predicted_instructions == p.measured_instructions for p in have)
-        ratios = [p.predicted_instructions / p.measured_instructions for p in have if p.measured_instructions]
-        run = ps[0].detail.get("run", {})
-        so, nat = ps[0].detail.get("stdout"), ps[0].detail.get("native_stdout")
-        stdout = "-" if so is None or nat is None else ("equal" if so == nat else "DIFFERS")
-        rng = f"x{min(ratios):.2f}..x{max(ratios):.2f}" if ratios else "-"
-        print(f"  {prog:12} {len(ps):3d} launches  requests = {req}/{len(ps)}  instructions = {ins}/{len(ps)} "
-              f"({rng})  stdout {stdout}  wall {run.get('wall_s', 0):.0f} s{' (cached)' if run.get('cached') else ''}"
-              f"{'  run: ' + run['error'] if run.get('error') else ''}", file=out)
-        if stdout == "DIFFERS":
-            for a, b in zip((so or "").splitlines(), (nat or "").splitlines()):
+        f = program_fidelity(ps)
+        rng = f"x{f['ratio_range'][0]:.2f}..x{f['ratio_range'][1]:.2f}" if f["ratio_range"] else "-"
+        tot = f"x{f['instr_ratio']:.3f}" if f["instr_ratio"] else "-"
+        wall = "-" if f["wall_s"] is None else f"{f['wall_s']:.0f} s" + ("" if f["complete_run"] is not False else " (resumed)")
+        mem = "-" if f["peak_rss_mb"] is None else f"{f['peak_rss_mb']:,.0f} MiB"
+        print(f"  {prog:12} {f['launches']:3d} launches  requests = {f['requests_equal']}/{f['launches']}  "
+              f"instructions = {f['instr_equal']}/{f['launches']} ({tot}; {rng}; {f['over']} > {INSTR_MISMATCH:.0%})  "
+              f"stdout {f['stdout']}  wall {wall}  peak {mem}"
+              f"{'  run: ' + f['run_error'] if f['run_error'] else ''}", file=out)
+        if f["stdout"] == "DIFFERS":
+            for a, b in zip((f["stdout_text"] or "").splitlines(), (f["native_text"] or "").splitlines()):
                 if a != b:
                     print(f"      traced: {a}\n      native: {b}", file=out)
+
+
+def print_failures(gpu: str, points: list[Point], out=sys.stdout):
+    bad = [p for p in points if p.error is None]
+    print(f"\nfailed rows on {gpu}: {len(bad)} of {len(points)}", file=out)
+    for p in bad:
+        print(f"  {p.label}: {p.error_text}", file=out)
+
+
+def write_markdown(points: list[Point], path: str):
+    """The apps family's tables as Markdown (README.md): per set the side-by-side summary, the
+    per-program fidelity and cost, and the rows off by more than INSTR_MISMATCH in instructions."""
+    import appfamily as af
+    lines = []
+    for gpu in dict.fromkeys(p.gpu for p in points if p.family == "apps"):
+        ps = [p for p in points if p.family == "apps" and p.gpu == gpu]
+        tools = ["teg"] + ([name for _, name in af.PEERS] if af.SETS[gpu].peers else [])
+        lines += [f"### {gpu}: {len(ps)} rows, {af.SETS[gpu].arch} SASS on the `{af.SETS[gpu].machine}` table", "",
+                  af.format_side_by_side(af.side_by_side(ps, tools), tools, markdown=True, signed=True), ""]
+        lines += ["| program | launches | requests = | warp instr = | traced / measured instr | per launch | "
+                  f"> {INSTR_MISMATCH:.0%} off | stdout vs native H200 | wall | peak memory |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
+        progs: dict[str, list[Point]] = {}
+        for p in ps:
+            progs.setdefault(p.params["program"], []).append(p)
+        for prog, pp in progs.items():
+            f = program_fidelity(pp)
+            rng = f"{f['ratio_range'][0]:.2f}–{f['ratio_range'][1]:.2f}" if f["ratio_range"] else "-"
+            lines.append(f"| {prog} | {f['launches']} | {f['requests_equal']} | {f['instr_equal']} | "
+                         f"{'-' if not f['instr_ratio'] else format(f['instr_ratio'], '.3f')} | {rng} | {f['over']} | "
+                         f"{f['stdout']} | {'-' if f['wall_s'] is None else format(f['wall_s'], '.0f') + ' s'} | "
+                         f"{'-' if f['peak_rss_mb'] is None else format(f['peak_rss_mb'], ',.0f') + ' MiB'} |")
+        bad = [p for p in ps if p.error is None]
+        lines += ["", f"Failed rows: {len(bad)} of {len(ps)}" + ("." if not bad else ":")]
+        lines += [f"- {p.label}: {p.error_text}" for p in bad]
+        lines.append("")
+    Path(path).write_text("\n".join(lines) + "\n")
 
 
 def print_summary(summary: dict, out=sys.stdout):
@@ -640,19 +729,22 @@ def write_csv(points: list[Point], path: str):
         w.writerow(["family", "gpu", "point", "unit", "measured", "predicted", "error", "predicted_cycles",
                     "measured_instructions", "predicted_instructions", "seconds", "top_stalls", "failure",
                     *[f"{n}_cycles" for n in peer_names], "measured_read_req", "traced_read_req",
-                    "measured_write_req", "traced_write_req", "sampled_sms", "same_as"])
+                    "measured_write_req", "traced_write_req", "sampled_sms", "same_as", "emulate_s", "estimate_s",
+                    "peak_rss_mb", "all_stalls"])
         for p in points:
             d = p.detail
             peers = d.get("peers", {})
             w.writerow([p.family, p.gpu, p.label, p.unit, p.measured, p.predicted,
                         "" if p.error is None else f"{p.error:.4f}", p.cycles, p.measured_instructions,
                         p.predicted_instructions, f"{p.seconds:.2f}",
-                        ";".join(f"{k}={v:.3f}" for k, v in p.stalls.items()), p.error_text or "",
+                        ";".join(f"{k}={v:.3f}" for k, v in list(p.stalls.items())[:4]), p.error_text or "",
                         *[peers.get(n) if peers.get(n) is not None else "" for n in peer_names],
                         d.get("read_req", ""), d.get("global_load_requests", ""), d.get("write_req", ""),
                         d.get("global_store_requests", ""),
                         d["sms"] if d.get("sms") is not None and d["sms"] < d.get("num_sms", 0) else "",
-                        "" if d.get("same_as") is None else d["same_as"]])
+                        "" if d.get("same_as") is None else d["same_as"], d.get("emulate_s", ""),
+                        d.get("estimate_s", ""), d.get("peak_rss_mb", ""),
+                        ";".join(f"{k}={v:.4f}" for k, v in (d.get("stalls") or p.stalls).items())])
 
 
 def select(families, gpus, quick) -> list[Point]:
@@ -676,6 +768,14 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="a small representative subset of points")
     ap.add_argument("--jobs", type=int, default=1, help="worker processes over points (apps: over programs)")
     ap.add_argument("--csv", help="write every point to this CSV file")
+    ap.add_argument("--markdown", help="write the apps family's summary tables to this Markdown file")
+    ap.add_argument("--lightest-first", action="store_true",
+                    help="apps: run the programs with the fewest measured warp instructions first (a run stopped "
+                         "part-way has the most programs done; the default, heaviest first, suits --jobs > 1)")
+    ap.add_argument("--apps", help="apps: only these programs (comma list of apps/*.yaml names, e.g. squeezenet,lud)")
+    ap.add_argument("--cached-only", action="store_true",
+                    help="apps: report the launches whose results are cached, run nothing (the others fail with "
+                         "'not run yet')")
     a = ap.parse_args(argv)
     fams = [f for f in a.family.split(",") if f]
     gpus = [g for g in a.gpu.split(",") if g]
@@ -691,7 +791,16 @@ def main(argv=None) -> int:
             return 2
         raise
     t0 = time.perf_counter()
-    work = sorted(units(pts), key=_weight, reverse=True)
+    if a.apps:
+        import appfamily as af
+        want = set(a.apps.split(","))
+        unknown = want - set(af.manifests())
+        if unknown:
+            ap.error(f"unknown program(s): {', '.join(sorted(unknown))} (apps/*.yaml)")
+        pts = [p for p in pts if p.family != "apps" or p.params["program"] in want]
+    global CACHED_ONLY
+    CACHED_ONLY = a.cached_only
+    work = sorted(units(pts), key=_weight, reverse=not a.lightest_first)
     if a.jobs > 1 and len(work) > 1:
         import multiprocessing as mp
         with mp.get_context("fork").Pool(a.jobs) as pool:
@@ -706,6 +815,8 @@ def main(argv=None) -> int:
           f"({'quick' if a.quick else 'sampled'} set, jobs={a.jobs})")
     if a.csv:
         write_csv(done, a.csv)
+    if a.markdown:
+        write_markdown(done, a.markdown)
     return 0 if all(p.error is not None for p in done) else 1
 
 
