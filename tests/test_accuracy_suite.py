@@ -287,14 +287,32 @@ def test_bad_manifest_is_one_line_naming_the_file(af, tmp_path):
             "inputs": "none", "notes": "none"}
     import yaml
     for change, words in ((dict(launches="3"), "'launches' must be a int"), (dict(source="y.cu"), "not found"),
-                          (dict(extra=1), "unknown key"), (dict(args=[1]), "'args' must be a string")):
+                          (dict(extra=1), "unknown key"), (dict(args=[1]), "'args' must be a string"),
+                          (dict(request_notes={"a100 3": "why"}), "'request_notes' must map"),
+                          (dict(request_notes={"gv100 x": "why"}), "'request_notes' must map"),
+                          (dict(request_notes=["gv100 0"]), "'request_notes' must map")):
         path = tmp_path / "x.yaml"
         path.write_text(yaml.safe_dump({**good, **change}))
         with pytest.raises(af.ManifestError) as e:
             af.load_manifest(path)
         assert str(path) in str(e.value) and words in str(e.value) and "\n" not in str(e.value)
     path.write_text(yaml.safe_dump(good))
-    assert af.load_manifest(path).launches == 1
+    assert af.load_manifest(path).launches == 1 and af.load_manifest(path).request_notes == {}
+    path.write_text(yaml.safe_dump({**good, "request_notes": {"gv100 0": "why", "h200 12": "because"}}))
+    assert af.load_manifest(path).request_notes == {"gv100 0": "why", "h200 12": "because"}
+
+
+def test_request_mismatch_says_why(acc):
+    P = acc.Point
+
+    def pt(note):
+        return P("apps", "gv100", "x#0 k", {}, 1000, "cycles", detail={
+            "read_req": 10, "write_req": 2, "global_load_requests": 9, "global_store_requests": 2, "request_note": note})
+    assert acc.requests_note(pt("a reason")) == "R 9 vs 10, W 2 vs 2 (a reason)"
+    assert acc.requests_note(pt(None)) == "R 9 vs 10, W 2 vs 2 (no reason given)"
+    p = pt(None)
+    p.detail["global_load_requests"] = 10
+    assert acc.requests_note(p) == "="
 
 
 def _emulate_with(sink, kernel="stream_triad", blocks=216, threads=64):

@@ -93,6 +93,10 @@ class Manifest:
     inputs: str
     notes: str
     path: Path
+    request_notes: dict = field(default_factory=dict)   # "<set> <launch>" -> why the traced requests differ
+
+
+OPTIONAL_KEYS = {"request_notes": dict}
 
 
 MANIFEST_KEYS = {"app": str, "suite": str, "source": str, "nvcc_flags": list, "args": list, "launches": int,
@@ -112,7 +116,7 @@ def load_manifest(path: Path) -> Manifest:
             raise ManifestError(f"{path}: missing key {key!r}")
         if not isinstance(doc[key], typ) or isinstance(doc[key], bool):
             raise ManifestError(f"{path}: {key!r} must be a {typ.__name__}, got {type(doc[key]).__name__}")
-    extra = set(doc) - set(MANIFEST_KEYS)
+    extra = set(doc) - set(MANIFEST_KEYS) - set(OPTIONAL_KEYS)
     if extra:
         raise ManifestError(f"{path}: unknown key(s) {', '.join(sorted(extra))}")
     for key in ("nvcc_flags", "args"):
@@ -120,11 +124,17 @@ def load_manifest(path: Path) -> Manifest:
             raise ManifestError(f"{path}: every item of {key!r} must be a string")
     if doc["launches"] < 1:
         raise ManifestError(f"{path}: 'launches' must be at least 1")
+    notes = doc.get("request_notes") or {}
+    if not isinstance(notes, dict) or not all(
+            isinstance(k, str) and re.fullmatch(r"(%s) \d+" % "|".join(SETS), k) and isinstance(v, str)
+            for k, v in notes.items()):
+        raise ManifestError(f"{path}: 'request_notes' must map '<set> <launch>' ({' or '.join(SETS)} and a launch "
+                            "index from 0) to a sentence")
     src = path.parent / doc["source"]
     if not src.is_file():
         raise ManifestError(f"{path}: source {doc['source']!r} not found")
     return Manifest(path.stem, doc["app"], doc["suite"], src, list(doc["nvcc_flags"]), list(doc["args"]),
-                    int(doc["launches"]), doc["inputs"], doc["notes"], path)
+                    int(doc["launches"]), doc["inputs"], doc["notes"], path, dict(notes))
 
 
 def manifests(folder: Path = APPS) -> dict[str, Manifest]:

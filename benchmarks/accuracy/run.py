@@ -189,6 +189,7 @@ def apps_points(gpus, quick, suite: str | None = None):
                              {"program": r["program"], "launch": r["launch"]}, r["cycles"], "cycles",
                              measured_instructions=r["warp_insts"],
                              detail={"app": r["app"], "suite": r["suite"], "kernel": r["mangled"],
+                                     "request_note": mans[r["program"]].request_notes.get(f"{gpu} {r['launch']}"),
                                      "grid": r["grid"], "block": r["block"], "read_req": r["read_req"],
                                      "write_req": r["write_req"], "peers": r["peers"]}))
     return pts
@@ -553,7 +554,8 @@ def requests_note(p: Point) -> str:
     r, w = d["global_load_requests"], d["global_store_requests"]
     if (r, w) == (d["read_req"], d["write_req"]):
         return "="
-    return f"R {r} vs {d['read_req']}, W {w} vs {d['write_req']}"
+    why = d.get("request_note")
+    return f"R {r} vs {d['read_req']}, W {w} vs {d['write_req']}" + (f" ({why})" if why else " (no reason given)")
 
 
 INSTR_MISMATCH = 0.25          # rows whose traced warp instructions differ from the measured by more are marked
