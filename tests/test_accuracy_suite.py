@@ -486,3 +486,19 @@ def test_run_program_estimates_each_launch_once(af, tmp_path, monkeypatch):
         part = af.run_program(gpu, m, [0, 1, 2], tmp_path / "cache", cached_only=True)
         assert part["results"][0] == r[0] and part["results"][1] == r[1]
         assert "not run yet" in part["results"][2]["error"] and part["error"] == "1 of 3 launches not run yet"
+
+
+def test_markdown_groups_failed_rows_per_app_and_reason(acc, tmp_path):
+    P = acc.Point
+
+    def pt(launch, err=None):
+        return P("apps", "h200", f"lud#{launch} k", {"program": "lud", "launch": launch}, 1000, "cycles",
+                 predicted=None if err else 900.0, error_text=err,
+                 detail={"app": "lud", "peers": {}, "read_req": 1, "write_req": 0})
+    pts = [pt(0), pt(1, "not run yet"), pt(2, "not run yet"), pt(3, "not run yet"), pt(4, "not run yet"),
+           pt(5, "not run yet"), pt(6, "exit status 2")]
+    out = tmp_path / "t.md"
+    acc.write_markdown(pts, str(out))
+    text = out.read_text()
+    assert "Failed rows: 6 of 7:" in text and "- lud #1 … #5 (5 rows): not run yet" in text
+    assert "- lud #6 (1 row): exit status 2" in text and "| lud | 7 (6 failed) | 10.0 / 10.0 | -10.0 |" in text

@@ -708,7 +708,13 @@ def write_markdown(points: list[Point], path: str):
                          f"{'-' if f['peak_rss_mb'] is None else format(f['peak_rss_mb'], ',.0f') + ' MiB'} |")
         bad = [p for p in ps if p.error is None]
         lines += ["", f"Failed rows: {len(bad)} of {len(ps)}" + ("." if not bad else ":")]
-        lines += [f"- {p.label}: {p.error_text}" for p in bad]
+        groups: dict[tuple, list[Point]] = {}
+        for p in bad:                       # one line per application and reason
+            groups.setdefault((p.detail["app"], p.error_text), []).append(p)
+        for (app, why), gp in groups.items():
+            ids = ", ".join(f"#{p.params['launch']}" for p in gp) if len(gp) <= 4 else \
+                f"#{gp[0].params['launch']} … #{gp[-1].params['launch']}"
+            lines.append(f"- {app} {ids} ({len(gp)} row{'s' if len(gp) > 1 else ''}): {why}")
         lines.append("")
     Path(path).write_text("\n".join(lines) + "\n")
 
