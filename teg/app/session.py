@@ -626,10 +626,9 @@ class Session:
     def _estimate(self, compiled, folder: Path, entry: dict) -> float:
         """teg's estimate (µs) of the launch whose trace ``entry`` was written under ``folder``."""
         from teg.engine import Options, load_inputs, lower, run
-        from teg.trace.native import _load_kernel
-        from teg.trace.npyread import map_npy
+        from teg.trace.native import load_kernel_folder
 
-        kt = _load_kernel(entry, lambda kdir, name: map_npy(folder / kdir / f"{name}.npy"), str(folder))
+        kt = load_kernel_folder(folder, entry)
         f = load_inputs(sass=compiled.program, trace=kt, machine=self.machine)
         r = run(lower(f.program, kt, f.machine, Options()))
         return float(r.time_us or 0.0)

@@ -1,17 +1,29 @@
-"""The native trace format: a directory of ``.npy`` columns (memory-mapped on load) or one ``.npz``.
+"""The native trace format: a directory of columns or one ``.npz`` (a zip of the same members).
 
 Layout (docs/formats.md, "Native trace format")::
 
-    OUT/meta.json            {"format": "teg-trace", "version": 1, "source": ..., "memcpy": [...],
+    OUT/meta.json            {"format": "teg-trace", "version": 2, "source": ..., "memcpy": [...],
                               "kernels": [{"dir": "k0000", "info": {...KernelInfo}, "opcodes": [...],
                                            "rows": N, "warps": W, "blocks": B, "addresses": M,
-                                           "columns": [...]}]}
-    OUT/k0000/<column>.npy   one file per KernelTrace column (``extras`` as ``x_<name>.npy``)
+                                           "codec": "frames", ...}]}
+    OUT/k0000/<column>.frames  compact kernels (``"codec": "frames"``): each per-row column, and the
+                             addresses with their offsets as one ``addresses.frames``, in zlib
+                             frames (:mod:`teg.trace.codec`: addresses as base + stride, base +
+                             32-bit deltas, or whole lanes)
+    OUT/k0000/<column>.npy   the per-warp and per-block columns, ``extras`` as ``x_<name>.npy``,
+                             and — a kernel without ``codec`` (version 1, or a trace-cache entry) —
+                             every column, memory-mapped on load
+
+Version 1 (every column a ``.npy``) is read as before. Compact columns are decoded once, frame by
+frame, on load: a kernel whose decoded columns take at most :data:`DECODE_IN_MEMORY` bytes into
+memory, a longer one into ``.npy`` files in the trace cache (:class:`teg.trace.cache.Spill`, keyed
+by the trace's content, reused by the next load) that are memory-mapped, so memory stays bounded
+by one frame however long the trace.
 
 Columns are written by appending raw little-endian data behind a fixed 128-byte ``.npy`` header
-that is rewritten with the final shape when the column is closed, so a converter can stream rows
-without holding them. A whole output is first written under a temporary name and renamed into
-place when complete (nothing is ever left half written under the final name).
+that is rewritten with the final shape when the column is closed, or frame by frame, so a converter
+can stream rows without holding them. A whole output is first written under a temporary name and
+renamed into place when complete (nothing is ever left half written under the final name).
 """
 
 from __future__ import annotations
@@ -27,14 +39,16 @@ from pathlib import Path
 import numpy as np
 
 from teg import fileio
-from teg.trace import checks
+from teg.trace import checks, codec
 from teg.trace.errors import TraceFormatError
 from teg.trace.model import MAX_TRACE_DST, MAX_TRACE_SRC, KernelInfo, KernelTrace, Trace
 from teg.trace.npyread import ColumnError, map_member, map_npy
 
 FORMAT_NAME = "teg-trace"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2             # 2: compact kernels ("codec": "frames"); 1: every column a .npy
 HEADER_BYTES = 128
+CODEC = "frames"
+DECODE_IN_MEMORY = 1 << 28     # decoded bytes of a compact kernel held in memory; more: spilled to files
 
 # column name → (dtype, trailing shape)
 COLUMNS: dict[str, tuple[str, tuple[int, ...]]] = {
@@ -55,6 +69,7 @@ COLUMNS: dict[str, tuple[str, tuple[int, ...]]] = {
     "line_num": ("<i4", ()),
 }
 REQUIRED = tuple(c for c in COLUMNS if c != "line_num")
+ROW_COLUMNS = ("warp", "block", "pc", "opcode", "mask", "dst", "src", "mem_width", "imm", "line_num")
 
 
 def npy_header(dtype: np.dtype, shape: tuple[int, ...]) -> bytes:
@@ -92,31 +107,110 @@ class ColumnWriter:
         self._fh.close()
 
 
-class KernelWriter:
-    """Streams the columns of one kernel into ``dirpath`` (created)."""
+class FrameWriter:
+    """Writes a compact kernel's per-row columns and its addresses as :mod:`teg.trace.codec` frames
+    of exactly :data:`~teg.trace.codec.FRAME_ROWS` rows (the last one shorter): batches of any size
+    come in, rows short of a frame wait (at most one frame's worth) for the next batch."""
 
-    def __init__(self, dirpath: Path, with_line_num: bool = False):
+    def __init__(self, dirpath: Path, names: list[str]):
+        self.names = names
+        self.files = {n: open(dirpath / f"{n}.frames", "wb") for n in (*names, "addresses")}
+        self.pending: list[tuple[dict, np.ndarray, np.ndarray]] = []
+        self.pending_rows = 0
+        self.rows = 0
+
+    def append(self, rows: dict[str, np.ndarray], n_addr: np.ndarray, addresses: np.ndarray) -> None:
+        n_addr = np.asarray(n_addr, np.int64)
+        n = int(n_addr.shape[0])
+        starts = np.zeros(n + 1, np.int64)
+        np.cumsum(n_addr, out=starts[1:])
+        at = 0
+        if self.pending_rows:
+            take = min(n, codec.FRAME_ROWS - self.pending_rows)
+            self._hold(rows, n_addr, addresses, starts, 0, take)
+            at = take
+            if self.pending_rows == codec.FRAME_ROWS:
+                self._flush()
+        while n - at >= codec.FRAME_ROWS:
+            e = at + codec.FRAME_ROWS
+            self._frame({k: v[at:e] for k, v in rows.items()}, n_addr[at:e], addresses[starts[at]:starts[e]])
+            at = e
+        if at < n:
+            self._hold(rows, n_addr, addresses, starts, at, n)
+
+    def _hold(self, rows, n_addr, addresses, starts, a: int, e: int) -> None:
+        if e > a:
+            self.pending.append(({k: np.array(v[a:e]) for k, v in rows.items()}, np.array(n_addr[a:e]),
+                                 np.array(addresses[starts[a]:starts[e]])))
+            self.pending_rows += e - a
+
+    def _flush(self) -> None:
+        if not self.pending:
+            return
+        p = self.pending
+        self._frame({k: np.concatenate([x[0][k] for x in p]) for k in p[0][0]},
+                    np.concatenate([x[1] for x in p]), np.concatenate([x[2] for x in p]))
+        self.pending, self.pending_rows = [], 0
+
+    def _frame(self, rows: dict[str, np.ndarray], n_addr: np.ndarray, addresses: np.ndarray) -> None:
+        n = int(n_addr.shape[0])
+        for name in self.names:
+            a = np.asarray(rows[name], COLUMNS[name][0])
+            self.files[name].write(codec.encode_frame(n, [a.reshape(n, -1)]))
+        self.files["addresses"].write(codec.encode_frame(n, codec.encode_addresses(n_addr, addresses),
+                                                          codec.ADDRESS_SHUFFLE))
+        self.rows += n
+
+    def close(self) -> None:
+        self._flush()
+        for fh in self.files.values():
+            fh.close()
+
+    def abort(self) -> None:
+        for fh in self.files.values():
+            fh.close()
+
+
+class KernelWriter:
+    """Streams the columns of one kernel into ``dirpath`` (created): compact (frames, the default)
+    or every column a ``.npy`` (``compact=False``: the trace cache's entries, mapped without decoding)."""
+
+    def __init__(self, dirpath: Path, with_line_num: bool = False, compact: bool = True):
         self.dir = Path(dirpath)
         self.dir.mkdir(parents=True)
         names = [c for c in COLUMNS if c not in ("warp_start", "warp_block", "block_xyz")]
         if not with_line_num:
             names.remove("line_num")
-        self.cols = {n: ColumnWriter(self.dir / f"{n}.npy", *COLUMNS[n]) for n in names}
-        self.cols["addr_start"].append(np.zeros(1, np.int64))
+        self.with_line_num = with_line_num
+        self.frames = None
+        self.cols = {}
+        if compact:
+            self.frames = FrameWriter(self.dir, [n for n in ROW_COLUMNS if n in names])
+        else:
+            self.cols = {n: ColumnWriter(self.dir / f"{n}.npy", *COLUMNS[n]) for n in names}
+            self.cols["addr_start"].append(np.zeros(1, np.int64))
         self.n_addr = 0
 
     def append_rows(self, rows: dict[str, np.ndarray], n_addr: np.ndarray, addresses: np.ndarray) -> None:
         """Append a batch of rows; ``n_addr`` holds the address count of each row."""
-        for name, arr in rows.items():
-            self.cols[name].append(arr)
-        self.cols["addr_start"].append(self.n_addr + np.cumsum(n_addr, dtype=np.int64))
-        self.cols["addresses"].append(addresses)
+        if self.frames is not None:
+            missing = [n for n in self.frames.names if n not in rows]
+            if missing:
+                raise ValueError(f"rows without column(s) {', '.join(missing)}")
+            self.frames.append(rows, n_addr, addresses)
+        else:
+            for name, arr in rows.items():
+                self.cols[name].append(arr)
+            self.cols["addr_start"].append(self.n_addr + np.cumsum(n_addr, dtype=np.int64))
+            self.cols["addresses"].append(addresses)
         self.n_addr += int(addresses.shape[0])
 
     def abort(self) -> None:
         """Close the columns and remove the kernel's folder (a kernel that did not finish)."""
         for c in self.cols.values():
             c._fh.close()
+        if self.frames is not None:
+            self.frames.abort()
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def finish(self, info: KernelInfo, opcodes: list[str], warp_start: np.ndarray, warp_block: np.ndarray,
@@ -124,7 +218,11 @@ class KernelWriter:
         """Close the columns, write the per-warp/per-block arrays; return the kernel's meta entry."""
         for c in self.cols.values():
             c.close()
-        rows = self.cols["pc"].rows
+        if self.frames is not None:
+            self.frames.close()
+            rows = self.frames.rows
+        else:
+            rows = self.cols["pc"].rows
         if int(warp_start[-1]) != rows:
             raise ValueError(f"warp_start ends at {int(warp_start[-1])}, but {rows} rows were written")
         for name, arr in (("warp_start", warp_start), ("warp_block", warp_block), ("block_xyz", block_xyz)):
@@ -136,9 +234,12 @@ class KernelWriter:
             a = np.ascontiguousarray(arr)
             np.save(self.dir / f"x_{name}.npy", a)
             extra_names.append(name)
-        return {"dir": self.dir.name, "info": info_to_json(info), "opcodes": list(opcodes), "rows": rows,
-                "warps": int(warp_start.shape[0] - 1), "blocks": int(block_xyz.shape[0]),
-                "addresses": self.n_addr, "line_num": "line_num" in self.cols, "extras": extra_names}
+        entry = {"dir": self.dir.name, "info": info_to_json(info), "opcodes": list(opcodes), "rows": rows,
+                 "warps": int(warp_start.shape[0] - 1), "blocks": int(block_xyz.shape[0]),
+                 "addresses": self.n_addr, "line_num": self.with_line_num, "extras": extra_names}
+        if self.frames is not None:
+            entry["codec"] = CODEC
+        return entry
 
 
 def info_to_json(info: KernelInfo) -> dict:
@@ -155,10 +256,12 @@ class TraceWriter:
     directory. Use as a context manager: an exception discards the partial output. The output
     replaces only an earlier teg trace (or ``force``: any file), through :mod:`teg.fileio`.
     ``publish``: a trace-cache entry, renamed into place only if no other process put one there
-    first (:func:`teg.fileio.publish_folder`; the entry there is kept and this one dropped)."""
+    first (:func:`teg.fileio.publish_folder`; the entry there is kept and this one dropped).
+    ``compact`` (default: all but cache entries): kernels in frames (:mod:`teg.trace.codec`)."""
 
     def __init__(self, path: str | os.PathLike, source: str = "", memcpy: list[tuple[int, int]] | None = None,
-                 force: bool = False, publish: bool = False):
+                 force: bool = False, publish: bool = False, compact: bool | None = None):
+        self.compact = not publish if compact is None else compact     # a cache entry: mapped, not decoded
         self.npz = Path(path).suffix == ".npz" and not publish
         self.publish = publish
         self.path = Path(path) if publish else fileio.prepare(path, replaceable, force, folder=not self.npz)
@@ -169,7 +272,7 @@ class TraceWriter:
                      "memcpy": [list(m) for m in (memcpy or [])], "kernels": []}
 
     def kernel(self, with_line_num: bool = False) -> KernelWriter:
-        return KernelWriter(self.tmp / f"k{len(self.meta['kernels']):04d}", with_line_num)
+        return KernelWriter(self.tmp / f"k{len(self.meta['kernels']):04d}", with_line_num, self.compact)
 
     def add(self, entry: dict) -> None:
         self.meta["kernels"].append(entry)
@@ -229,9 +332,10 @@ def replaceable(path: Path) -> bool:
     return written_by_teg(path) or (path.is_dir() and fileio.folder_marked(path))
 
 
-def save(trace: Trace, path: str | os.PathLike, force: bool = False) -> Path:
-    """Write ``trace`` in the native format (directory, or ``.npz`` when ``path`` ends so)."""
-    with TraceWriter(path, trace.source, trace.memcpy, force) as tw:
+def save(trace: Trace, path: str | os.PathLike, force: bool = False, compact: bool = True) -> Path:
+    """Write ``trace`` in the native format (directory, or ``.npz`` when ``path`` ends so):
+    compact (frames), or every column a ``.npy`` (``compact=False``)."""
+    with TraceWriter(path, trace.source, trace.memcpy, force, compact=compact) as tw:
         for kt in trace.kernels:
             kw = tw.kernel(with_line_num=kt.line_num is not None)
             rows = {n: getattr(kt, n) for n in ("warp", "block", "pc", "opcode", "mask", "dst", "src",
@@ -302,11 +406,15 @@ def read_meta(path: str | os.PathLike) -> tuple[dict, list[KernelInfo], list[tup
 
 
 def load_native(path: str | os.PathLike) -> Trace:
-    """Load a native trace: a directory or a ``.npz``, every column memory-mapped
-    (:mod:`teg.trace.npyread`; memory stays flat in the trace length), the metadata and columns
-    validated (:mod:`teg.trace.checks`)."""
+    """Load a native trace: a directory or a ``.npz``, every ``.npy`` column memory-mapped
+    (:mod:`teg.trace.npyread`) and every compact kernel decoded frame by frame (module docstring:
+    memory stays flat in the trace length), the metadata and columns validated
+    (:mod:`teg.trace.checks`)."""
+    from teg.trace.cache import Spill
+
     p = Path(path)
     zf = None                           # the open archive of a .npz (closed once the columns are mapped)
+    spill = Spill(p)
     if p.is_dir():
         mf = p / "meta.json"
         try:
@@ -321,16 +429,16 @@ def load_native(path: str | os.PathLike) -> Trace:
                 return map_npy(f)
             except ColumnError as exc:
                 raise TraceFormatError(f"corrupted column ({exc.problem})", str(f)) from None
-    else:
-        from teg.trace.cache import Spill
 
+        def open_frames(kdir: str, name: str):
+            return open(p / kdir / f"{name}.frames", "rb")
+    else:
         try:
             zf = zipfile.ZipFile(p)
             raw = zf.read("meta.json")
         except (OSError, EOFError, KeyError, zipfile.BadZipFile, zlib.error, ValueError) as exc:
             raise TraceFormatError(f"not a readable teg trace .npz ({exc.__class__.__name__}: {exc})", str(p)) from None
         meta = _read_meta(raw, str(p))
-        spill = Spill(p)
 
         def get(kdir: str, name: str) -> np.ndarray:
             try:
@@ -338,24 +446,165 @@ def load_native(path: str | os.PathLike) -> Trace:
             except ColumnError as exc:
                 raise TraceFormatError(f"corrupted column {kdir}/{name} ({exc.problem})", str(p)) from None
 
+        def open_frames(kdir: str, name: str):
+            return zf.open(f"{kdir}/{name}.frames")
+
+    budget = [DECODE_IN_MEMORY]
     try:
-        kernels = [_load_kernel(k, get, f"{p}/{k.get('dir') if isinstance(k, dict) else f'kernel #{i}'}")
+        kernels = [_load_kernel(k, get, f"{p}/{k.get('dir') if isinstance(k, dict) else f'kernel #{i}'}",
+                                Decoder(open_frames, spill.folder, budget))
                    for i, k in enumerate(meta["kernels"])]
     finally:
         if zf is not None:
             zf.close()
-            spill.close()
+        spill.close()
     source = meta.get("source", "")
     return Trace(kernels=kernels, memcpy=checks.memcpy_list(meta, str(p)),
                  source=(source if isinstance(source, str) else "") or str(p))
 
 
-def _load_kernel(k: dict, get, where: str) -> KernelTrace:
-    """One kernel of ``meta["kernels"]``, its columns from ``get(dir, name)``, checked."""
+def load_kernel_folder(folder: Path, entry: dict) -> KernelTrace:
+    """The kernel ``entry`` (its meta entry, as :meth:`KernelWriter.finish` returned it) written
+    under ``folder`` (a trace being written: its kernel folder is ``folder / entry["dir"]``)."""
+    from teg.trace.cache import Spill
+
+    spill = Spill(Path(folder))
+
+    def get(kdir: str, name: str) -> np.ndarray:
+        return map_npy(folder / kdir / f"{name}.npy")
+
+    try:
+        return _load_kernel(entry, get, str(folder),
+                            Decoder(lambda kdir, name: open(folder / kdir / f"{name}.frames", "rb"), spill.folder,
+                                    [DECODE_IN_MEMORY]))
+    finally:
+        spill.close()
+
+
+class _Sink:
+    """Where one decoded column goes: an array of ``rows`` rows in memory (``path`` None), or a
+    ``.npy`` file at ``path`` written under a temporary name and memory-mapped when complete."""
+
+    def __init__(self, name: str, rows: int, path: Path | None):
+        self.name, self.rows, self.path, self.at = name, rows, path, 0
+        dtype, inner = COLUMNS[name]
+        if path is None:
+            self.arr = np.empty((rows, *inner), dtype)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.tmp = fileio.partial_path(path)
+            self.writer = ColumnWriter(self.tmp, dtype, inner)
+
+    def append(self, a: np.ndarray) -> None:
+        n = a.shape[0]
+        if self.at + n > self.rows:
+            raise codec.FrameError(f"more than the {self.rows:,} rows the metadata gives")
+        if self.path is None:
+            self.arr[self.at:self.at + n] = a.reshape(self.arr[self.at:self.at + n].shape)
+        else:
+            self.writer.append(a.reshape(n, *COLUMNS[self.name][1]))
+        self.at += n
+
+    def result(self) -> np.ndarray:
+        if self.at != self.rows:
+            raise codec.FrameError(f"{self.at:,} rows, the metadata gives {self.rows:,}")
+        if self.path is None:
+            return self.arr
+        self.writer.close()
+        os.replace(self.tmp, self.path)
+        return map_npy(self.path)
+
+    def discard(self) -> None:
+        if self.path is not None:
+            self.writer._fh.close()
+            self.tmp.unlink(missing_ok=True)
+
+
+class Decoder:
+    """Decodes the compact columns of kernels (:mod:`teg.trace.codec`): ``open_frames(dir, name)``
+    opens a ``NAME.frames`` member, ``spill()`` gives the folder for decoded columns once the
+    ``budget`` (a one-item list of bytes, shared by a trace's kernels) of decoding into memory is spent."""
+
+    def __init__(self, open_frames, spill, budget: list[int]):
+        self.open_frames, self.spill, self.budget = open_frames, spill, budget
+
+    def columns(self, k: dict, where: str) -> dict[str, np.ndarray]:
+        kdir = k["dir"]
+        rows, n_addr = k.get("rows"), k.get("addresses")
+        if rows is None or n_addr is None:
+            raise TraceFormatError("compact kernel without \"rows\" and \"addresses\" counts", where)
+        names = [n for n in ROW_COLUMNS if n != "line_num" or k.get("line_num")]
+        size = (rows + 1) * 8 + n_addr * 8
+        for n in names:
+            dt, inner = COLUMNS[n]
+            size += rows * np.dtype(dt).itemsize * int(np.prod(inner, dtype=np.int64))
+        folder = None
+        if size > self.budget[0]:
+            folder = Path(self.spill()) / kdir
+        else:
+            self.budget[0] -= size
+        out = {}
+        for name in names:
+            out[name] = self._decode(kdir, name, rows, folder, where)
+        out["addr_start"], out["addresses"] = self._decode(kdir, "addresses", rows, folder, where, n_addr)
+        return out
+
+    def _decode(self, kdir: str, name: str, rows: int, folder: Path | None, where: str, n_addr: int = 0):
+        """One column (``addresses``: the pair addr_start, addresses) decoded, frame by frame."""
+        outs = ("addr_start", "addresses") if name == "addresses" else (name,)
+        if folder is not None and all((folder / f"{o}.npy").is_file() for o in outs):
+            try:
+                got = [map_npy(folder / f"{o}.npy") for o in outs]
+                return tuple(got) if len(got) > 1 else got[0]
+            except ColumnError:
+                pass                                        # a damaged spill: decoded again
+        sinks = [_Sink(o, n, None if folder is None else folder / f"{o}.npy")
+                 for o, n in zip(outs, (rows + 1, n_addr) if len(outs) > 1 else (rows,))]
+        try:
+            with self.open_frames(kdir, name) as fh:
+                if len(outs) > 1:
+                    sinks[0].append(np.zeros(1, np.int64))
+                    done = 0
+                    while (frame := codec.read_frame(fh)) is not None:
+                        count, addrs = codec.decode_addresses(*frame)
+                        sinks[0].append(done + np.cumsum(count))
+                        sinks[1].append(addrs)
+                        done += int(addrs.shape[0])
+                else:
+                    while (frame := codec.read_frame(fh)) is not None:
+                        n, arrays = frame
+                        if len(arrays) != 1 or arrays[0].shape[0] != n:
+                            raise codec.FrameError("damaged frame (not one array of its rows)")
+                        a = arrays[0]
+                        want = np.dtype(COLUMNS[name][0])
+                        if a.dtype != want:
+                            raise codec.FrameError(f"frame of {a.dtype}, the column is {want}")
+                        sinks[0].append(a)
+            got = [s.result() for s in sinks]
+        except (codec.FrameError, OSError, EOFError, KeyError, zipfile.BadZipFile, zlib.error, ValueError) as exc:
+            for s in sinks:
+                s.discard()
+            text = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+            raise TraceFormatError(f"corrupted column {kdir}/{name}.frames ({text})", where) from None
+        return tuple(got) if len(got) > 1 else got[0]
+
+
+def _load_kernel(k: dict, get, where: str, decoder: Decoder | None = None) -> KernelTrace:
+    """One kernel of ``meta["kernels"]``, its ``.npy`` columns from ``get(dir, name)`` and its
+    compact ones from ``decoder``, checked."""
     checks.kernel_entry(k, where)
     kdir = k["dir"]
-    cols = {n: get(kdir, n) for n in REQUIRED}
-    line_num = get(kdir, "line_num") if k.get("line_num") else None
+    codec_name = k.get("codec")
+    if codec_name is None:
+        cols = {n: get(kdir, n) for n in REQUIRED}
+        line_num = get(kdir, "line_num") if k.get("line_num") else None
+    elif codec_name == CODEC and decoder is not None:
+        cols = decoder.columns(k, where)
+        line_num = cols.pop("line_num", None)
+        for n in ("warp_start", "warp_block", "block_xyz"):
+            cols[n] = get(kdir, n)
+    else:
+        raise TraceFormatError(f"kernel \"codec\" {codec_name!r} not supported (this teg reads {CODEC!r})", where)
     extras = {n: get(kdir, f"x_{n}") for n in k.get("extras", [])}
     kt = KernelTrace(info=checks.kernel_info(k["info"], where), opcodes=list(k["opcodes"]), line_num=line_num,
                      extras=extras, **cols)
