@@ -5,6 +5,7 @@ refused with one line naming the member."""
 
 from __future__ import annotations
 
+import io
 import json
 import zipfile
 from pathlib import Path
@@ -27,9 +28,8 @@ U64 = np.uint64
 
 def _roundtrip_addresses(count, addresses):
     arrays = codec.encode_addresses(np.asarray(count), np.asarray(addresses, U64))
-    frame = codec.encode_frame(len(count), arrays, codec.ADDRESS_SHUFFLE)
-    import io
-    rows, back = codec.read_frame(io.BytesIO(frame))
+    frame = codec.encode_frame(codec.ROWS, len(count), arrays, codec.ADDRESS_SHUFFLE)
+    table, rows, back = codec.read_frame(io.BytesIO(frame))
     na, got = codec.decode_addresses(rows, back)
     return arrays, na, got
 
@@ -73,14 +73,15 @@ def test_addresses_round_trip(rows, strided):
 @given(st.sampled_from(["<i2", "<i4", "<u4", "<i8", "<u8", "|u1"]), st.integers(0, 300), st.integers(1, 4),
        st.integers(0, 2**32))
 def test_frames_round_trip(dtype, n, inner, seed):
-    import io
     rng = np.random.default_rng(seed)
     info = np.iinfo(np.dtype(dtype))
     a = rng.integers(info.min, info.max, size=(n, inner), dtype=np.dtype(dtype), endpoint=True)
-    buf = io.BytesIO(codec.encode_frame(n, [a, a[:, 0]]) + codec.encode_frame(0, [a[:0]]))
-    rows, (x, y) = codec.read_frame(buf)
-    assert rows == n and x.dtype == a.dtype and np.array_equal(x, a) and np.array_equal(y[:, 0], a[:, 0])
-    assert codec.read_frame(buf)[0] == 0 and codec.read_frame(buf) is None
+    buf = io.BytesIO(codec.encode_frame(codec.ROWS, n, [a, a[:, 0], a[:, 0]], (True, False, True))
+                     + codec.encode_frame(codec.BLOCKS, 0, [a[:0]]))
+    table, rows, (x, y, z) = codec.read_frame(buf)
+    assert (table, rows) == (codec.ROWS, n) and x.dtype == a.dtype and np.array_equal(x, a)
+    assert np.array_equal(y[:, 0], a[:, 0]) and np.array_equal(z[:, 0], a[:, 0])
+    assert codec.read_frame(buf)[:2] == (codec.BLOCKS, 0) and codec.read_frame(buf) is None
 
 
 def _assert_same(a: KernelTrace, b: KernelTrace):
@@ -140,12 +141,11 @@ def test_writer_cuts_frames_at_any_batch_boundary(tmp_path, monkeypatch, lanes_k
         tw.add(kw.finish(kt.info, kt.opcodes, kt.warp_start, kt.warp_block, kt.block_xyz))
         tw.commit()
     with zipfile.ZipFile(tmp_path / "t.npz") as zf:
-        import io
-        fh = io.BytesIO(zf.read("k0000/pc.frames"))
+        fh = io.BytesIO(zf.read("k0000/columns.frames"))
         sizes = []
         while (f := codec.read_frame(fh)) is not None:
-            sizes.append(f[0])
-    assert sizes == [7] * 8 + [5]
+            sizes.append(f[:2])
+    assert sizes == [(codec.ROWS, 7)] * 8 + [(codec.ROWS, 5), (codec.WARPS, 3), (codec.BLOCKS, 3)]
     loaded = tt.load(tmp_path / "t.npz").kernels[0]
     _assert_same(kt, loaded)
     assert not isinstance(loaded.addresses, np.memmap) and not (tmp_path / "cache").exists()
@@ -154,7 +154,7 @@ def test_writer_cuts_frames_at_any_batch_boundary(tmp_path, monkeypatch, lanes_k
     _assert_same(kt, spilled)
     assert isinstance(spilled.addresses, np.memmap) and isinstance(spilled.pc, np.memmap)
     files = {p: p.stat().st_mtime_ns for p in (tmp_path / "cache").rglob("*.npy")}
-    assert {p.name for p in files} >= {"pc.npy", "addr_start.npy", "addresses.npy", "line_num.npy"}
+    assert {p.name for p in files} == {f"{n}.npy" for n in native.COLUMNS}
     _assert_same(kt, tt.load(tmp_path / "t.npz").kernels[0])                # the second load reuses them
     assert {p: p.stat().st_mtime_ns for p in (tmp_path / "cache").rglob("*.npy")} == files
 
@@ -187,19 +187,19 @@ def compact(tmp_path) -> Path:
 
 @pytest.mark.parametrize("damage, fragment", [
     (lambda b: b[:len(b) // 2], "truncated frame"),
-    (lambda b: b[:-3] + bytes([b[-3] ^ 0xFF]) + b[-2:], "damaged frame data"),       # the zlib checksum
+    (lambda b: b[:-3] + bytes([b[-3] ^ 0xFF]) + b[-2:], "damaged frame data"),      # the last zlib checksum
     (lambda b: b"XXXX" + b[4:], "no frame marker"),
-    (lambda b: b + b, "rows the metadata gives"),
+    (lambda b: b + b, "frames out of order"),
+    (lambda b: b[:4] + bytes([2]) + b[5:], "rows .* rows the metadata gives|blocks frame"),
 ])
 def test_damaged_frames_are_one_line_errors(compact, damage, fragment):
-    for name in ("pc", "addresses"):
-        f = compact / "k0000" / f"{name}.frames"
-        good = f.read_bytes()
-        f.write_bytes(damage(good))
-        with pytest.raises(TraceFormatError, match=rf"saved/k0000: corrupted column k0000/{name}\.frames \(.*"
-                                                   rf"{fragment}"):
-            tt.load(compact)
-        f.write_bytes(good)
+    f = compact / "k0000" / "columns.frames"
+    good = f.read_bytes()
+    f.write_bytes(damage(good))
+    with pytest.raises(TraceFormatError, match=rf"saved/k0000: corrupted column file k0000/columns\.frames \(.*"
+                                               rf"({fragment})"):
+        tt.load(compact)
+    f.write_bytes(good)
     tt.load(compact)
 
 
@@ -210,9 +210,12 @@ def test_missing_frames_and_unknown_codec(compact):
     with pytest.raises(TraceFormatError, match=r"codec\" 'zstd' not supported"):
         tt.load(compact)
     meta["kernels"][0]["codec"] = "frames"
+    meta["kernels"][0]["rows"] += 1
     (compact / "meta.json").write_text(json.dumps(meta))
-    (compact / "k0000" / "mask.frames").unlink()
-    with pytest.raises(TraceFormatError, match=r"corrupted column k0000/mask\.frames"):
+    with pytest.raises(TraceFormatError, match=r"columns\.frames \(.*rows, the metadata gives"):
+        tt.load(compact)
+    (compact / "k0000" / "columns.frames").unlink()
+    with pytest.raises(TraceFormatError, match=r"corrupted column file k0000/columns\.frames"):
         tt.load(compact)
 
 

@@ -1,21 +1,25 @@
-"""The compact encoding of a native trace's per-row columns (format version 2; docs/formats.md,
-"Native trace format"): each column is a ``NAME.frames`` file of independently compressed *frames*
-of at most :data:`FRAME_ROWS` rows, so a writer streams rows out and a reader streams them back in
-with memory bounded by one frame.
+"""The compact encoding of a native trace's kernels (format version 2; docs/formats.md, "Native
+trace format"): one ``columns.frames`` file per kernel, a sequence of independently compressed
+*frames*, so a writer streams rows out and a reader streams them back in with memory bounded by
+one frame.
 
 Frame layout (little-endian)::
 
-    b"TGF1"  u32 arrays  u64 rows
-    arrays x (8-byte dtype descr, space padded; u32 values per item; u32 flags; u64 items;
-              u64 payload bytes)
-    arrays x payload: zlib(values), byte-shuffled first when flag 1 is set
+    b"TGF2"  u8 table  3 x u8 0  u32 arrays  u64 items  u64 raw bytes  u64 payload bytes
+    payload: zlib(arrays x (8-byte dtype descr, space padded; u32 values per item; u32 flags;
+                            u64 items)  then  arrays x values, byte-shuffled when flag 1 is set)
+
+The tables, in this order in the file: :data:`ROWS` frames (at most :data:`FRAME_ROWS` rows each:
+the per-row columns in :data:`teg.trace.native.ROW_COLUMNS` order, then the six address arrays
+below), :data:`WARPS` frames (each warp's end row ``warp_start[1:]`` and ``warp_block``) and
+:data:`BLOCKS` frames (``block_xyz``). One compressed stream per frame keeps a short kernel's
+overhead to a few dozen bytes.
 
 The byte shuffle stores byte 0 of every value, then byte 1, …: the high bytes of small integers are
 runs of zeros and sign bytes, which zlib then takes at almost no cost (the idea of HDF5's and
 Blosc's shuffle filter).
 
-A per-row column's frame holds one array: its rows. The addresses (the ragged ``addresses`` column
-with its ``addr_start`` offsets) have one ``addresses.frames`` file whose frames hold six arrays:
+The addresses (the ragged ``addresses`` column with its ``addr_start`` offsets) are six arrays:
 
 * ``count`` — addresses of each row (u8, u16, u32 or u64: the narrowest that holds the frame's
   largest);
@@ -23,7 +27,8 @@ with its ``addr_start`` offsets) have one ``addresses.frames`` file whose frames
   ``base + k * stride``, one address a stride of 0), :data:`DELTAS` (each address after the first is
   the previous one plus a signed 32-bit delta) or :data:`LANES` (the addresses stored whole);
 * ``base`` (u64, one per row with addresses), ``stride`` (i64, one per STRIDE row), ``deltas`` (i32,
-  ``count - 1`` per DELTAS row), ``lanes`` (u64, ``count`` per LANES row).
+  ``count - 1`` per DELTAS row, not shuffled: their repeated patterns are what zlib finds), ``lanes``
+  (u64, ``count`` per LANES row).
 
 Address arithmetic is modulo 2^64 (numpy's wrapping int64), so every address round-trips exactly.
 """
@@ -36,17 +41,19 @@ import zlib
 import numpy as np
 from numba import njit
 
-FRAME_MAGIC = b"TGF1"
-FRAME_ROWS = 1 << 16           # rows per frame: a frame's address temporaries stay ~16 MB
-ZLIB_LEVEL = 1                 # level 1: ~2.5x faster than the default, frames 1.5-2x larger (still ≪ 16 B/row)
+FRAME_MAGIC = b"TGF2"
+FRAME_ROWS = 1 << 16           # rows per frame: a frame's decoded columns stay ~20 MB
+ZLIB_LEVEL = 1                 # level 1: ~2.5x faster than the default, frames 1.5-2x larger (still << 16 B/row)
+MAX_FRAME_BYTES = 1 << 30      # decoded bytes of one frame (a damaged header claiming more is refused)
+ROWS, WARPS, BLOCKS = 0, 1, 2  # the tables of a kernel's frames
 STRIDE, DELTAS, LANES = 0, 1, 2
 ADDRESS_ARRAYS = ("count", "kind", "base", "stride", "deltas", "lanes")
-ADDRESS_SHUFFLE = (True, True, True, True, False, True)    # deltas: repeated patterns zlib finds unshuffled
-
-_HEAD = struct.Struct("<4sIQ")
-_ARRAY = struct.Struct("<8sIIQQ")
+ADDRESS_SHUFFLE = (True, True, True, True, False, True)
 SHUFFLED = 1                   # array flag: bytes grouped by position within each value
-MAX_ARRAYS = 16
+
+_HEAD = struct.Struct("<4sB3xIQQQ")
+_ARRAY = struct.Struct("<8sIIQ")
+MAX_ARRAYS = 32
 
 
 class FrameError(ValueError):
@@ -63,30 +70,29 @@ def _transpose_bytes(src, rows, cols, out):
             out[j * rows + i] = src[i * cols + j]
 
 
-def _shuffle(a: np.ndarray) -> bytes:
+def _shuffle(a: np.ndarray) -> np.ndarray:
     """The bytes of ``a`` (contiguous) grouped by byte position within each value."""
     size = a.dtype.itemsize
     raw = np.ascontiguousarray(a).reshape(-1).view(np.uint8)
     if size == 1:
-        return raw.tobytes()
+        return raw
     out = np.empty_like(raw)
     _transpose_bytes(raw, raw.shape[0] // size, size, out)
-    return out.tobytes()
+    return out
 
 
-def _unshuffle(raw: bytes, dtype: np.dtype, n_values: int) -> np.ndarray:
+def _unshuffle(raw: np.ndarray, dtype: np.dtype, n_values: int) -> np.ndarray:
     size = dtype.itemsize
-    b = np.frombuffer(raw, np.uint8)
     if size > 1:
-        out = np.empty_like(b)
-        _transpose_bytes(b, size, n_values, out)
-        b = out
-    return b.view(dtype)
+        out = np.empty_like(raw)
+        _transpose_bytes(raw, size, n_values, out)
+        raw = out
+    return raw.view(dtype)
 
 
-def encode_frame(rows: int, arrays: list[np.ndarray], shuffle: tuple[bool, ...] | None = None) -> bytes:
-    """One frame of ``rows`` rows holding ``arrays`` (each 1-D, or 2-D: items x values per item),
-    each byte-shuffled unless ``shuffle`` says otherwise."""
+def encode_frame(table: int, items: int, arrays: list[np.ndarray], shuffle: tuple[bool, ...] | None = None) -> bytes:
+    """One frame of ``table`` with ``items`` rows (warps, blocks) holding ``arrays`` (each 1-D, or
+    2-D: items x values per item), each byte-shuffled unless ``shuffle`` says otherwise."""
     heads, bodies = [], []
     for i, a in enumerate(arrays):
         a = np.ascontiguousarray(a)
@@ -95,55 +101,58 @@ def encode_frame(rows: int, arrays: list[np.ndarray], shuffle: tuple[bool, ...] 
         descr = np.lib.format.dtype_to_descr(dt).encode("ascii")
         inner = int(np.prod(a.shape[1:], dtype=np.int64)) if a.ndim > 1 else 1
         shuf = (shuffle is None or shuffle[i]) and dt.itemsize > 1
-        body = zlib.compress(_shuffle(a) if shuf else a.tobytes(), ZLIB_LEVEL)
-        heads.append(_ARRAY.pack(descr.ljust(8), inner, SHUFFLED if shuf else 0, a.shape[0], len(body)))
-        bodies.append(body)
-    return b"".join([_HEAD.pack(FRAME_MAGIC, len(arrays), rows), *heads, *bodies])
+        heads.append(_ARRAY.pack(descr.ljust(8), inner, SHUFFLED if shuf else 0, a.shape[0]))
+        bodies.append(_shuffle(a) if shuf else a.reshape(-1).view(np.uint8))
+    raw = b"".join([*heads, *(memoryview(b) for b in bodies)])
+    body = zlib.compress(raw, ZLIB_LEVEL)
+    return _HEAD.pack(FRAME_MAGIC, table, len(arrays), items, len(raw), len(body)) + body
 
 
-def read_frame(fh) -> tuple[int, list[np.ndarray]] | None:
-    """The next frame of the binary stream ``fh`` as (rows, arrays as 2-D items x values), or
-    None at the end of the stream; a damaged frame is a :class:`FrameError`."""
+def read_frame(fh) -> tuple[int, int, list[np.ndarray]] | None:
+    """The next frame of the binary stream ``fh`` as (table, items, arrays as 2-D items x values),
+    or None at the end of the stream; a damaged frame is a :class:`FrameError`."""
     head = fh.read(_HEAD.size)
     if not head:
         return None
     if len(head) != _HEAD.size:
         raise FrameError("truncated frame header")
-    magic, count, rows = _HEAD.unpack(head)
+    magic, table, count, items, raw_bytes, zbytes = _HEAD.unpack(head)
     if magic != FRAME_MAGIC:
         raise FrameError("damaged frame (no frame marker where one should start)")
-    if count > MAX_ARRAYS or rows > FRAME_ROWS:
-        raise FrameError(f"damaged frame header ({count} arrays, {rows} rows)")
-    specs = []
-    for _ in range(count):
-        raw = fh.read(_ARRAY.size)
-        if len(raw) != _ARRAY.size:
-            raise FrameError("truncated frame header")
-        descr, inner, flags, items, zbytes = _ARRAY.unpack(raw)
+    if count > MAX_ARRAYS or table > BLOCKS or raw_bytes > MAX_FRAME_BYTES or raw_bytes < count * _ARRAY.size:
+        raise FrameError(f"damaged frame header ({count} arrays, {raw_bytes:,} bytes)")
+    body = fh.read(zbytes)
+    if len(body) != zbytes:
+        raise FrameError("truncated frame (the file ends inside it)")
+    try:
+        d = zlib.decompressobj()
+        raw = d.decompress(body, raw_bytes) if raw_bytes else d.decompress(body, 1)
+        ok = len(raw) == raw_bytes and d.eof and not d.unconsumed_tail and not d.unused_data
+    except zlib.error as exc:
+        raise FrameError(f"damaged frame data (zlib: {exc})") from None
+    if not ok:
+        raise FrameError(f"damaged frame data (not the {raw_bytes:,} bytes its header promises)")
+    buf = np.frombuffer(raw, np.uint8)
+    at = count * _ARRAY.size
+    out = []
+    for i in range(count):
+        descr, inner, flags, n = _ARRAY.unpack_from(raw, i * _ARRAY.size)
         try:
             dt = np.dtype(descr.decode("ascii").strip())
         except (TypeError, ValueError, UnicodeDecodeError):
             raise FrameError(f"damaged frame header (dtype {descr!r})") from None
-        if dt.kind not in "iu" or inner < 1 or items * inner > FRAME_ROWS * 64 or flags & ~SHUFFLED:
-            raise FrameError(f"damaged frame header ({dt}, {items} x {inner} values)")
-        specs.append((dt, inner, flags, items, zbytes))
-    out = []
-    for dt, inner, flags, items, zbytes in specs:
-        body = fh.read(zbytes)
-        if len(body) != zbytes:
-            raise FrameError("truncated frame (the file ends inside it)")
-        want = items * inner * dt.itemsize
-        try:
-            d = zlib.decompressobj()
-            raw = d.decompress(body, want) if want else d.decompress(body, 1)
-            ok = len(raw) == want and d.eof and not d.unconsumed_tail and not d.unused_data
-        except zlib.error as exc:
-            raise FrameError(f"damaged frame data (zlib: {exc})") from None
-        if not ok:
-            raise FrameError(f"damaged frame data (not the {want:,} bytes its header promises)")
-        a = _unshuffle(raw, dt, items * inner) if flags & SHUFFLED else np.frombuffer(raw, dt)
-        out.append(a.reshape(items, inner))
-    return rows, out
+        size = n * inner * dt.itemsize
+        if dt.kind not in "iu" or inner < 1 or flags & ~SHUFFLED or at + size > raw_bytes:
+            raise FrameError(f"damaged frame header ({dt}, {n} x {inner} values)")
+        part = buf[at:at + size]
+        a = _unshuffle(part, dt, n * inner) if flags & SHUFFLED else part.view(dt)
+        if a.ctypes.data % dt.itemsize:
+            a = a.copy()                                    # aligned for the jitted decoders
+        out.append(a.reshape(n, inner))
+        at += size
+    if at != raw_bytes:
+        raise FrameError("damaged frame (its arrays do not fill it)")
+    return table, items, out
 
 
 # ---- addresses -------------------------------------------------------------------------------------

@@ -6,17 +6,16 @@ Layout (docs/formats.md, "Native trace format")::
                               "kernels": [{"dir": "k0000", "info": {...KernelInfo}, "opcodes": [...],
                                            "rows": N, "warps": W, "blocks": B, "addresses": M,
                                            "codec": "frames", ...}]}
-    OUT/k0000/<column>.frames  compact kernels (``"codec": "frames"``): each per-row column, and the
-                             addresses with their offsets as one ``addresses.frames``, in zlib
-                             frames (:mod:`teg.trace.codec`: addresses as base + stride, base +
-                             32-bit deltas, or whole lanes)
-    OUT/k0000/<column>.npy   the per-warp and per-block columns, ``extras`` as ``x_<name>.npy``,
-                             and — a kernel without ``codec`` (version 1, or a trace-cache entry) —
-                             every column, memory-mapped on load
+    OUT/k0000/columns.frames   a compact kernel (``"codec": "frames"``): every column in zlib frames
+                             (:mod:`teg.trace.codec`: the addresses as base + stride, base +
+                             32-bit deltas, or whole lanes), ``extras`` as ``x_<name>.npy``
+    OUT/k0000/<column>.npy   a kernel without ``codec`` (version 1, or a trace-cache entry): one
+                             file per KernelTrace column (``extras`` as ``x_<name>.npy``),
+                             memory-mapped on load
 
 Version 1 (every column a ``.npy``) is read as before. Compact columns are decoded once, frame by
-frame, on load: a kernel whose decoded columns take at most :data:`DECODE_IN_MEMORY` bytes into
-memory, a longer one into ``.npy`` files in the trace cache (:class:`teg.trace.cache.Spill`, keyed
+frame, on load: into memory while a trace's decoded columns take at most :data:`DECODE_IN_MEMORY`
+bytes, the kernels past that into ``.npy`` files in the trace cache (:class:`teg.trace.cache.Spill`, keyed
 by the trace's content, reused by the next load) that are memory-mapped, so memory stays bounded
 by one frame however long the trace.
 
@@ -48,6 +47,7 @@ FORMAT_NAME = "teg-trace"
 FORMAT_VERSION = 2             # 2: compact kernels ("codec": "frames"); 1: every column a .npy
 HEADER_BYTES = 128
 CODEC = "frames"
+FRAMES_FILE = "columns.frames"
 DECODE_IN_MEMORY = 1 << 28     # decoded bytes of a compact kernel held in memory; more: spilled to files
 
 # column name → (dtype, trailing shape)
@@ -108,13 +108,14 @@ class ColumnWriter:
 
 
 class FrameWriter:
-    """Writes a compact kernel's per-row columns and its addresses as :mod:`teg.trace.codec` frames
-    of exactly :data:`~teg.trace.codec.FRAME_ROWS` rows (the last one shorter): batches of any size
-    come in, rows short of a frame wait (at most one frame's worth) for the next batch."""
+    """Writes a compact kernel's ``columns.frames`` (:mod:`teg.trace.codec`): rows frames of
+    exactly :data:`~teg.trace.codec.FRAME_ROWS` rows (the last one shorter) — batches of any size
+    come in, rows short of a frame wait (at most one frame's worth) for the next batch — then the
+    warps and blocks frames."""
 
     def __init__(self, dirpath: Path, names: list[str]):
         self.names = names
-        self.files = {n: open(dirpath / f"{n}.frames", "wb") for n in (*names, "addresses")}
+        self.fh = open(dirpath / FRAMES_FILE, "wb")
         self.pending: list[tuple[dict, np.ndarray, np.ndarray]] = []
         self.pending_rows = 0
         self.rows = 0
@@ -154,21 +155,25 @@ class FrameWriter:
 
     def _frame(self, rows: dict[str, np.ndarray], n_addr: np.ndarray, addresses: np.ndarray) -> None:
         n = int(n_addr.shape[0])
-        for name in self.names:
-            a = np.asarray(rows[name], COLUMNS[name][0])
-            self.files[name].write(codec.encode_frame(n, [a.reshape(n, -1)]))
-        self.files["addresses"].write(codec.encode_frame(n, codec.encode_addresses(n_addr, addresses),
-                                                          codec.ADDRESS_SHUFFLE))
+        cols = [np.asarray(rows[name], COLUMNS[name][0]).reshape(n, -1) for name in self.names]
+        self.fh.write(codec.encode_frame(codec.ROWS, n, cols + codec.encode_addresses(n_addr, addresses),
+                                         (True,) * len(cols) + codec.ADDRESS_SHUFFLE))
         self.rows += n
 
-    def close(self) -> None:
+    def close(self, warp_start: np.ndarray, warp_block: np.ndarray, block_xyz: np.ndarray) -> None:
         self._flush()
-        for fh in self.files.values():
-            fh.close()
+        step = codec.FRAME_ROWS
+        ends = np.asarray(warp_start, np.int64)[1:]
+        for a in range(0, ends.shape[0], step):
+            self.fh.write(codec.encode_frame(codec.WARPS, min(step, ends.shape[0] - a),
+                                             [ends[a:a + step], np.asarray(warp_block[a:a + step], np.int32)]))
+        for a in range(0, block_xyz.shape[0], step):
+            self.fh.write(codec.encode_frame(codec.BLOCKS, min(step, block_xyz.shape[0] - a),
+                                             [np.asarray(block_xyz[a:a + step], np.int32).reshape(-1, 3)]))
+        self.fh.close()
 
     def abort(self) -> None:
-        for fh in self.files.values():
-            fh.close()
+        self.fh.close()
 
 
 class KernelWriter:
@@ -218,17 +223,19 @@ class KernelWriter:
         """Close the columns, write the per-warp/per-block arrays; return the kernel's meta entry."""
         for c in self.cols.values():
             c.close()
+        rows = self.frames.rows + self.frames.pending_rows if self.frames is not None else self.cols["pc"].rows
+        if int(warp_start[-1]) != rows or int(warp_start[0]) != 0:
+            raise ValueError(f"warp_start runs from {int(warp_start[0])} to {int(warp_start[-1])}, but {rows} rows "
+                             "were written")
+        if warp_block.shape[0] != warp_start.shape[0] - 1:
+            raise ValueError(f"{warp_block.shape[0]} warp blocks for {warp_start.shape[0] - 1} warps")
         if self.frames is not None:
-            self.frames.close()
-            rows = self.frames.rows
+            self.frames.close(warp_start, warp_block, block_xyz)
         else:
-            rows = self.cols["pc"].rows
-        if int(warp_start[-1]) != rows:
-            raise ValueError(f"warp_start ends at {int(warp_start[-1])}, but {rows} rows were written")
-        for name, arr in (("warp_start", warp_start), ("warp_block", warp_block), ("block_xyz", block_xyz)):
-            w = ColumnWriter(self.dir / f"{name}.npy", *COLUMNS[name])
-            w.append(arr)
-            w.close()
+            for name, arr in (("warp_start", warp_start), ("warp_block", warp_block), ("block_xyz", block_xyz)):
+                w = ColumnWriter(self.dir / f"{name}.npy", *COLUMNS[name])
+                w.append(arr)
+                w.close()
         extra_names = []
         for name, arr in (extras or {}).items():
             a = np.ascontiguousarray(arr)
@@ -287,8 +294,9 @@ class TraceWriter:
             with fileio.atomic_file(self.path, replaceable, self.force) as fh:
                 with zipfile.ZipFile(fh, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
                     for f in sorted(self.tmp.rglob("*")):
-                        if f.is_file():
-                            zf.write(f, f.relative_to(self.tmp).as_posix())
+                        if f.is_file():                 # stored (mapped, or frames already compressed);
+                            zf.write(f, f.relative_to(self.tmp).as_posix(),   # the metadata deflated
+                                     zipfile.ZIP_DEFLATED if f.name == "meta.json" else None)
             self.tmp_folder.discard()
         else:
             fileio.check_target(self.path, replaceable, self.force, folder=True)
@@ -430,8 +438,8 @@ def load_native(path: str | os.PathLike) -> Trace:
             except ColumnError as exc:
                 raise TraceFormatError(f"corrupted column ({exc.problem})", str(f)) from None
 
-        def open_frames(kdir: str, name: str):
-            return open(p / kdir / f"{name}.frames", "rb")
+        def open_frames(kdir: str):
+            return open(p / kdir / FRAMES_FILE, "rb")
     else:
         try:
             zf = zipfile.ZipFile(p)
@@ -446,8 +454,8 @@ def load_native(path: str | os.PathLike) -> Trace:
             except ColumnError as exc:
                 raise TraceFormatError(f"corrupted column {kdir}/{name} ({exc.problem})", str(p)) from None
 
-        def open_frames(kdir: str, name: str):
-            return zf.open(f"{kdir}/{name}.frames")
+        def open_frames(kdir: str):
+            return zf.open(f"{kdir}/{FRAMES_FILE}")
 
     budget = [DECODE_IN_MEMORY]
     try:
@@ -475,7 +483,7 @@ def load_kernel_folder(folder: Path, entry: dict) -> KernelTrace:
 
     try:
         return _load_kernel(entry, get, str(folder),
-                            Decoder(lambda kdir, name: open(folder / kdir / f"{name}.frames", "rb"), spill.folder,
+                            Decoder(lambda kdir: open(folder / kdir / FRAMES_FILE, "rb"), spill.folder,
                                     [DECODE_IN_MEMORY]))
     finally:
         spill.close()
@@ -521,72 +529,85 @@ class _Sink:
 
 
 class Decoder:
-    """Decodes the compact columns of kernels (:mod:`teg.trace.codec`): ``open_frames(dir, name)``
-    opens a ``NAME.frames`` member, ``spill()`` gives the folder for decoded columns once the
-    ``budget`` (a one-item list of bytes, shared by a trace's kernels) of decoding into memory is spent."""
+    """Decodes compact kernels (:mod:`teg.trace.codec`): ``open_frames(dir)`` opens a kernel's
+    ``columns.frames``, ``spill()`` gives the folder for decoded columns once the ``budget`` (a
+    one-item list of bytes, shared by a trace's kernels) of decoding into memory is spent."""
 
     def __init__(self, open_frames, spill, budget: list[int]):
         self.open_frames, self.spill, self.budget = open_frames, spill, budget
 
     def columns(self, k: dict, where: str) -> dict[str, np.ndarray]:
+        """Every column of the compact kernel ``k`` (its meta entry), decoded frame by frame."""
         kdir = k["dir"]
-        rows, n_addr = k.get("rows"), k.get("addresses")
-        if rows is None or n_addr is None:
-            raise TraceFormatError("compact kernel without \"rows\" and \"addresses\" counts", where)
+        rows, n_addr, warps, blocks = (k.get(x) for x in ("rows", "addresses", "warps", "blocks"))
+        if None in (rows, n_addr, warps, blocks):
+            raise TraceFormatError("compact kernel without \"rows\", \"addresses\", \"warps\" and \"blocks\" "
+                                   "counts", where)
         names = [n for n in ROW_COLUMNS if n != "line_num" or k.get("line_num")]
-        size = (rows + 1) * 8 + n_addr * 8
-        for n in names:
-            dt, inner = COLUMNS[n]
-            size += rows * np.dtype(dt).itemsize * int(np.prod(inner, dtype=np.int64))
+        counts = {**{n: rows for n in names}, "addr_start": rows + 1, "addresses": n_addr, "warp_start": warps + 1,
+                  "warp_block": warps, "block_xyz": blocks}
+        size = sum(c * np.dtype(COLUMNS[n][0]).itemsize * int(np.prod(COLUMNS[n][1], dtype=np.int64))
+                   for n, c in counts.items())
         folder = None
         if size > self.budget[0]:
             folder = Path(self.spill()) / kdir
+            if all((folder / f"{n}.npy").is_file() for n in counts):
+                try:
+                    return {n: map_npy(folder / f"{n}.npy") for n in counts}
+                except ColumnError:
+                    pass                                    # a damaged spill: decoded again
         else:
             self.budget[0] -= size
-        out = {}
-        for name in names:
-            out[name] = self._decode(kdir, name, rows, folder, where)
-        out["addr_start"], out["addresses"] = self._decode(kdir, "addresses", rows, folder, where, n_addr)
-        return out
-
-    def _decode(self, kdir: str, name: str, rows: int, folder: Path | None, where: str, n_addr: int = 0):
-        """One column (``addresses``: the pair addr_start, addresses) decoded, frame by frame."""
-        outs = ("addr_start", "addresses") if name == "addresses" else (name,)
-        if folder is not None and all((folder / f"{o}.npy").is_file() for o in outs):
-            try:
-                got = [map_npy(folder / f"{o}.npy") for o in outs]
-                return tuple(got) if len(got) > 1 else got[0]
-            except ColumnError:
-                pass                                        # a damaged spill: decoded again
-        sinks = [_Sink(o, n, None if folder is None else folder / f"{o}.npy")
-                 for o, n in zip(outs, (rows + 1, n_addr) if len(outs) > 1 else (rows,))]
+        sinks = {}
         try:
-            with self.open_frames(kdir, name) as fh:
-                if len(outs) > 1:
-                    sinks[0].append(np.zeros(1, np.int64))
-                    done = 0
-                    while (frame := codec.read_frame(fh)) is not None:
-                        count, addrs = codec.decode_addresses(*frame)
-                        sinks[0].append(done + np.cumsum(count))
-                        sinks[1].append(addrs)
-                        done += int(addrs.shape[0])
-                else:
-                    while (frame := codec.read_frame(fh)) is not None:
-                        n, arrays = frame
-                        if len(arrays) != 1 or arrays[0].shape[0] != n:
-                            raise codec.FrameError("damaged frame (not one array of its rows)")
-                        a = arrays[0]
-                        want = np.dtype(COLUMNS[name][0])
-                        if a.dtype != want:
-                            raise codec.FrameError(f"frame of {a.dtype}, the column is {want}")
-                        sinks[0].append(a)
-            got = [s.result() for s in sinks]
+            sinks = {n: _Sink(n, c, None if folder is None else folder / f"{n}.npy") for n, c in counts.items()}
+            with self.open_frames(kdir) as fh:
+                self._read(fh, names, sinks)
+            return {n: s.result() for n, s in sinks.items()}
         except (codec.FrameError, OSError, EOFError, KeyError, zipfile.BadZipFile, zlib.error, ValueError) as exc:
-            for s in sinks:
+            for s in sinks.values():
                 s.discard()
             text = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-            raise TraceFormatError(f"corrupted column {kdir}/{name}.frames ({text})", where) from None
-        return tuple(got) if len(got) > 1 else got[0]
+            raise TraceFormatError(f"corrupted column file {kdir}/{FRAMES_FILE} ({text})", where) from None
+
+    @staticmethod
+    def _read(fh, names: list[str], sinks: dict) -> None:
+        sinks["addr_start"].append(np.zeros(1, np.int64))
+        sinks["warp_start"].append(np.zeros(1, np.int64))
+        done = 0
+        stage = codec.ROWS
+        while (frame := codec.read_frame(fh)) is not None:
+            table, n, arrays = frame
+            if table < stage:
+                raise codec.FrameError("frames out of order (rows after warps or blocks)")
+            stage = table
+            if table == codec.ROWS:
+                if len(arrays) != len(names) + len(codec.ADDRESS_ARRAYS):
+                    raise codec.FrameError(f"a rows frame of {len(arrays)} arrays")
+                for name, a in zip(names, arrays):
+                    sinks[name].append(_expect(a, name, n))
+                count, addrs = codec.decode_addresses(n, arrays[len(names):])
+                sinks["addr_start"].append(done + np.cumsum(count))
+                sinks["addresses"].append(addrs)
+                done += int(addrs.shape[0])
+            elif table == codec.WARPS:
+                if len(arrays) != 2:
+                    raise codec.FrameError(f"a warps frame of {len(arrays)} arrays")
+                sinks["warp_start"].append(_expect(arrays[0], "warp_start", n))
+                sinks["warp_block"].append(_expect(arrays[1], "warp_block", n))
+            else:
+                if len(arrays) != 1:
+                    raise codec.FrameError(f"a blocks frame of {len(arrays)} arrays")
+                sinks["block_xyz"].append(_expect(arrays[0], "block_xyz", n))
+
+
+def _expect(a: np.ndarray, name: str, n: int) -> np.ndarray:
+    """``a`` (items x values) when it holds ``n`` items of column ``name``'s type and width."""
+    dt, inner = COLUMNS[name]
+    width = int(np.prod(inner, dtype=np.int64))
+    if a.dtype != np.dtype(dt) or a.shape != (n, width):
+        raise codec.FrameError(f"{name} as {a.dtype} x {a.shape}, expected {np.dtype(dt)} x ({n}, {width})")
+    return a
 
 
 def _load_kernel(k: dict, get, where: str, decoder: Decoder | None = None) -> KernelTrace:
@@ -601,8 +622,6 @@ def _load_kernel(k: dict, get, where: str, decoder: Decoder | None = None) -> Ke
     elif codec_name == CODEC and decoder is not None:
         cols = decoder.columns(k, where)
         line_num = cols.pop("line_num", None)
-        for n in ("warp_start", "warp_block", "block_xyz"):
-            cols[n] = get(kdir, n)
     else:
         raise TraceFormatError(f"kernel \"codec\" {codec_name!r} not supported (this teg reads {CODEC!r})", where)
     extras = {n: get(kdir, f"x_{n}") for n in k.get("extras", [])}
