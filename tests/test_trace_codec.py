@@ -29,25 +29,28 @@ U64 = np.uint64
 def _roundtrip_addresses(count, addresses):
     arrays = codec.encode_addresses(np.asarray(count), np.asarray(addresses, U64))
     frame = codec.encode_frame(codec.ROWS, len(count), arrays, codec.ADDRESS_SHUFFLE)
-    table, rows, back = codec.read_frame(io.BytesIO(frame))
+    table, rows, back, _ = codec.read_frame(io.BytesIO(frame))
     na, got = codec.decode_addresses(rows, back)
     return arrays, na, got
 
 
 def test_each_address_encoding_on_hand_built_rows():
-    count = [4, 0, 3, 3, 1, 2]
+    count = [4, 0, 3, 3, 1, 2, 3, 3]
     addresses = [100, 104, 108, 112,            # base 100, stride 4
-                 1000, 1004, 900,               # deltas +4, -104 (not one stride)
+                 1000, 1004, 900,               # deltas +4, -104 (not one stride): pattern 0
                  0, 1 << 40, 5,                 # deltas beyond 32 bits: whole lanes
                  7,                             # one address: stride 0
-                 2**64 - 4, 0]                  # wraps past 2^64: still a stride of 4
+                 2**64 - 4, 0,                  # wraps past 2^64: still a stride of 4
+                 5000, 5004, 4900,              # pattern 0 again: stored once
+                 8, 16, 8]                      # deltas +8, -8: pattern 1
     arrays, na, got = _roundtrip_addresses(count, addresses)
-    cnt, kind, base, stride, deltas, lanes = arrays
+    cnt, kind, base, stride, pattern, pattern_start, deltas, lanes = arrays
     assert cnt.dtype == np.uint8 and cnt.tolist() == count
-    assert kind.tolist() == [codec.STRIDE, codec.DELTAS, codec.LANES, codec.STRIDE, codec.STRIDE]
-    assert base.tolist() == [100, 1000, 0, 7, 2**64 - 4]
+    S, D, L = codec.STRIDE, codec.DELTAS, codec.LANES
+    assert kind.tolist() == [S, D, L, S, S, D, D]
+    assert base.tolist() == [100, 1000, 0, 7, 2**64 - 4, 5000, 8]
     assert stride.tolist() == [4, 0, 4]
-    assert deltas.tolist() == [4, -104]
+    assert pattern.tolist() == [0, 0, 1] and pattern_start.tolist() == [0, 2] and deltas.tolist() == [4, -104, 8, -8]
     assert lanes.tolist() == [0, 1 << 40, 5]
     assert na.tolist() == count and got.dtype == U64 and got.tolist() == addresses
 
@@ -58,12 +61,16 @@ def test_deltas_fall_back_to_lanes_at_the_int32_edge():
     assert kind.tolist() == [codec.DELTAS, codec.LANES]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(st.lists(st.lists(st.integers(0, 2**64 - 1) | st.integers(2**40, 2**40 + 512), max_size=33), max_size=40),
-       st.booleans())
-def test_addresses_round_trip(rows, strided):
-    if strided:                                   # rows with a common stride are the common case
+       st.sampled_from(["as drawn", "strided", "few patterns"]))
+def test_addresses_round_trip(rows, shape):
+    if shape == "strided":                        # rows with a common stride are the common case
         rows = [[(r[0] + 8 * k) % 2**64 for k in range(len(r))] if r else r for r in rows]
+    elif shape == "few patterns":                 # a handful of lane shapes, repeated (and hash-probed)
+        shapes = [[0, 4, 8, 200, 204], [0, -4, 100, 96, 2**31 - 1], [0, 4, 8, 200, 208]]
+        rows = [[(r[0] + shapes[i % 3][k % 5] + 1000 * (k // 5)) % 2**64 for k in range(len(r))] if r else r
+                for i, r in enumerate(rows)]
     flat = [a for r in rows for a in r]
     _, na, got = _roundtrip_addresses([len(r) for r in rows], np.array(flat, U64))
     assert na.tolist() == [len(r) for r in rows] and got.tolist() == flat
@@ -78,10 +85,26 @@ def test_frames_round_trip(dtype, n, inner, seed):
     a = rng.integers(info.min, info.max, size=(n, inner), dtype=np.dtype(dtype), endpoint=True)
     buf = io.BytesIO(codec.encode_frame(codec.ROWS, n, [a, a[:, 0], a[:, 0]], (True, False, True))
                      + codec.encode_frame(codec.BLOCKS, 0, [a[:0]]))
-    table, rows, (x, y, z) = codec.read_frame(buf)
+    table, rows, (x, y, z), flags = codec.read_frame(buf)
     assert (table, rows) == (codec.ROWS, n) and x.dtype == a.dtype and np.array_equal(x, a)
+    shuffled = np.dtype(dtype).itemsize > 1
+    assert flags == [codec.SHUFFLED * shuffled, 0, codec.SHUFFLED * shuffled]
     assert np.array_equal(y[:, 0], a[:, 0]) and np.array_equal(z[:, 0], a[:, 0])
     assert codec.read_frame(buf)[:2] == (codec.BLOCKS, 0) and codec.read_frame(buf) is None
+
+
+def test_static_columns_are_stored_per_pc_only_when_they_follow_it():
+    pc = np.array([32, 16, 32, 48, 16], np.int64)
+    follows = np.array([[3, 1], [2, 2], [3, 1], [4, 4], [2, 2]], np.int16)
+    differs = np.array([7, 7, 8, 7, 7], np.int64)          # pc 32 with two immediates
+    t_follow, t_differ = codec.keyed_tables(pc, [follows, differs])
+    assert t_follow.tolist() == [[2, 2], [3, 1], [4, 4]] and t_differ is None
+    assert np.array_equal(codec.expand_keyed(codec.key_index(pc), t_follow), follows)
+    with pytest.raises(codec.FrameError, match="keyed table of 2 items for 3 keys"):
+        codec.expand_keyed(codec.key_index(pc), t_follow[:2])
+    far = np.array([2**40, 0, 2**40, 5], np.int64)        # keys far apart: ranked by sorting
+    (t,) = codec.keyed_tables(far, [np.array([1, 2, 1, 3])])
+    assert t.tolist() == [2, 3, 1] and codec.expand_keyed(codec.key_index(far), t).tolist() == [1, 2, 1, 3]
 
 
 def _assert_same(a: KernelTrace, b: KernelTrace):

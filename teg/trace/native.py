@@ -70,6 +70,7 @@ COLUMNS: dict[str, tuple[str, tuple[int, ...]]] = {
 }
 REQUIRED = tuple(c for c in COLUMNS if c != "line_num")
 ROW_COLUMNS = ("warp", "block", "pc", "opcode", "mask", "dst", "src", "mem_width", "imm", "line_num")
+STATIC_COLUMNS = ("opcode", "dst", "src", "mem_width", "imm", "line_num")    # stored per pc when they follow it
 
 
 def npy_header(dtype: np.dtype, shape: tuple[int, ...]) -> bytes:
@@ -156,8 +157,14 @@ class FrameWriter:
     def _frame(self, rows: dict[str, np.ndarray], n_addr: np.ndarray, addresses: np.ndarray) -> None:
         n = int(n_addr.shape[0])
         cols = [np.asarray(rows[name], COLUMNS[name][0]).reshape(n, -1) for name in self.names]
-        self.fh.write(codec.encode_frame(codec.ROWS, n, cols + codec.encode_addresses(n_addr, addresses),
-                                         (True,) * len(cols) + codec.ADDRESS_SHUFFLE))
+        static = [i for i, name in enumerate(self.names) if name in STATIC_COLUMNS]
+        keyed = [False] * len(cols)
+        for i, t in zip(static, codec.keyed_tables(cols[self.names.index("pc")].reshape(-1), [cols[i] for i in static])):
+            if t is not None:
+                cols[i], keyed[i] = t, True
+        addr = codec.encode_addresses(n_addr, addresses)
+        self.fh.write(codec.encode_frame(codec.ROWS, n, cols + addr, (True,) * len(cols) + codec.ADDRESS_SHUFFLE,
+                                         tuple(keyed) + (False,) * len(addr)))
         self.rows += n
 
     def close(self, warp_start: np.ndarray, warp_block: np.ndarray, block_xyz: np.ndarray) -> None:
@@ -577,14 +584,22 @@ class Decoder:
         done = 0
         stage = codec.ROWS
         while (frame := codec.read_frame(fh)) is not None:
-            table, n, arrays = frame
+            table, n, arrays, flags = frame
             if table < stage:
                 raise codec.FrameError("frames out of order (rows after warps or blocks)")
             stage = table
             if table == codec.ROWS:
                 if len(arrays) != len(names) + len(codec.ADDRESS_ARRAYS):
                     raise codec.FrameError(f"a rows frame of {len(arrays)} arrays")
-                for name, a in zip(names, arrays):
+                pc = arrays[names.index("pc")]
+                if flags[names.index("pc")] & codec.KEYED:
+                    raise codec.FrameError("a keyed pc column")
+                index = codec.key_index(pc.reshape(-1)) if n and any(f & codec.KEYED for f in flags) else None
+                for name, a, f in zip(names, arrays, flags):
+                    if f & codec.KEYED:
+                        if name not in STATIC_COLUMNS or index is None:
+                            raise codec.FrameError(f"a keyed {name} column")
+                        a = codec.expand_keyed(index, a)
                     sinks[name].append(_expect(a, name, n))
                 count, addrs = codec.decode_addresses(n, arrays[len(names):])
                 sinks["addr_start"].append(done + np.cumsum(count))
