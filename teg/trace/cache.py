@@ -218,7 +218,7 @@ class Spill:
                 self.path, self.temporary = Path(tempfile.mkdtemp(prefix="teg-npz-")), True
             else:
                 self.path = root / ("npz-" + self._content_key(root)[:32])
-                self.path.mkdir(exist_ok=True)
+                self.path.mkdir(parents=True, exist_ok=True)     # (the root may have gone since it was checked)
                 if not (self.path / fileio.MARKER).exists():
                     fileio.mark_folder(self.path, SPILL_KIND)
                 self.fd, _ = fileio.open_lock(self.path, exclusive=False, wait=True)

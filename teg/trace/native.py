@@ -48,7 +48,7 @@ FORMAT_VERSION = 2             # 2: compact kernels ("codec": "frames"); 1: ever
 HEADER_BYTES = 128
 CODEC = "frames"
 FRAMES_FILE = "columns.frames"
-DECODE_IN_MEMORY = 1 << 28     # decoded bytes of a compact kernel held in memory; more: spilled to files
+DECODE_IN_MEMORY = 1 << 26     # decoded bytes of a trace held in memory (64 MB); the kernels past it: spilled to files
 
 # column name → (dtype, trailing shape)
 COLUMNS: dict[str, tuple[str, tuple[int, ...]]] = {
