@@ -172,6 +172,8 @@ def test_writer_cuts_frames_at_any_batch_boundary(tmp_path, monkeypatch, lanes_k
     loaded = tt.load(tmp_path / "t.npz").kernels[0]
     _assert_same(kt, loaded)
     assert not isinstance(loaded.addresses, np.memmap) and not (tmp_path / "cache").exists()
+    # read-only like a mapped column, so the jitted lowering sees one array type for both
+    assert not any(getattr(loaded, n).flags.writeable for n in native.COLUMNS)
     monkeypatch.setattr(native, "DECODE_IN_MEMORY", 0)          # a long kernel: decoded into files, mapped
     spilled = tt.load(tmp_path / "t.npz").kernels[0]
     _assert_same(kt, spilled)

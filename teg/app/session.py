@@ -586,7 +586,7 @@ class Session:
         if selected:
             writer = self.writer.kernel()
         elif self.estimate:
-            writer = KernelWriter(self.work / f"scratch{lid}")
+            writer = KernelWriter(self.work / f"scratch{lid}", compact=False)    # mapped by _estimate, not decoded
         sink = TraceStreamer(writer) if writer is not None else Discard()
         lo, hi = self.heap.ranges()
         mem = GlobalMemory(self.heap.bytes, lo, hi, self.heap.describe)

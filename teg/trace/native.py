@@ -524,6 +524,7 @@ class _Sink:
         if self.at != self.rows:
             raise codec.FrameError(f"{self.at:,} rows, the metadata gives {self.rows:,}")
         if self.path is None:
+            self.arr.flags.writeable = False     # as a mapped column: one numba type (read-only) for both
             return self.arr
         self.writer.close()
         os.replace(self.tmp, self.path)
