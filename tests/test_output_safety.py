@@ -25,7 +25,6 @@ import teg.trace as tt
 from teg import machine as machine_mod
 from teg.cli import main
 from teg.trace import codec
-from teg.trace.native import ColumnWriter
 
 DATA = Path(__file__).parent / "data" / "traces"
 VECTORADD = DATA / "microgpusim" / "vectoradd-100-32-trace"
