@@ -164,7 +164,7 @@ def _write_trace(path: str, rows: int, warps: int, body: list[str]) -> None:
     from teg.trace import Trace, save
 
     kt, _ = synthetic_trace(rows, warps, body)
-    save(Trace(kernels=[kt], source="benchmarks/engine_speed.py"), path)
+    save(Trace(kernels=[kt], source="benchmarks/engine_speed.py"), path, compact=False)    # mapped, not decoded
 
 
 def whole_gpu(args) -> None:

@@ -636,7 +636,7 @@ class Session:
         if selected:
             writer = self.writer.kernel()
         elif self.estimate and hooked is None:
-            writer = KernelWriter(self.work / f"scratch{lid}")
+            writer = KernelWriter(self.work / f"scratch{lid}", compact=False)    # mapped by _estimate, not decoded
         sink = hooked if hooked is not None else TraceStreamer(writer) if writer is not None else Discard()
         mem = GlobalMemory(self.heap.bytes, lo, hi, self.heap.describe)
         t0 = time.perf_counter()
@@ -679,10 +679,9 @@ class Session:
     def _estimate(self, compiled, folder: Path, entry: dict) -> float:
         """teg's estimate (µs) of the launch whose trace ``entry`` was written under ``folder``."""
         from teg.engine import Options, load_inputs, lower, run
-        from teg.trace.native import _load_kernel
-        from teg.trace.npyread import map_npy
+        from teg.trace.native import load_kernel_folder
 
-        kt = _load_kernel(entry, lambda kdir, name: map_npy(folder / kdir / f"{name}.npy"), str(folder))
+        kt = load_kernel_folder(folder, entry)
         f = load_inputs(sass=compiled.program, trace=kt, machine=self.machine)
         r = run(lower(f.program, kt, f.machine, Options()))
         return float(r.time_us or 0.0)

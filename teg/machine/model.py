@@ -202,7 +202,14 @@ class Machine:
         return None if key is None else self.opcodes[key]
 
     def match_key(self, opcode: str) -> str | None:
-        """The ``opcodes`` key that :meth:`classify` uses for ``opcode`` (None when none matches)."""
+        """The ``opcodes`` key that :meth:`classify` uses for ``opcode`` (None when none matches;
+        remembered per opcode text, like the key index, for the table as first classified)."""
+        memo = self.__dict__.setdefault("_match_memo", {})
+        if opcode not in memo:
+            memo[opcode] = self._match_key(opcode)
+        return memo[opcode]
+
+    def _match_key(self, opcode: str) -> str | None:
         base, *mods = opcode.split(".")
         best: str | None = None
         best_n = -1
