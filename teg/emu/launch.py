@@ -32,7 +32,7 @@ from teg.emu import ops as O
 from teg.emu.args import Arg, parse_arg
 from teg.emu.cubin import MAX_SHARED, KernelImage, read_cubin
 from teg.emu.errors import EmulatorError, MemoryFault
-from teg.emu.lower import Lowered, lower, resolve_constants
+from teg.emu.lower import Lowered, lower, resolve_constants, specialize
 from teg.emu.memory import DeviceMemory
 from teg.sass.program import Program
 from teg.trace.model import MAX_TRACE_DST, MAX_TRACE_SRC, KernelInfo, KernelTrace, Trace, launch_problem
@@ -483,6 +483,7 @@ def execute(prog: Program, image: KernelImage, grid, block, shmem: int, params: 
     all_banks = dict(image.banks if banks is None else banks)
     all_banks[0] = cb
     okind, oval, oflag, cb32 = flatten_banks(lw, all_banks)
+    fx = specialize(lw.code, okind, lw.oreg, oval, oflag)
     shared_size = (image.shared_static + shmem + 3) // 4 * 4 or 4
     nw = (nthreads + 31) // 32
     nblocks = grid[0] * grid[1] * grid[2]
@@ -515,10 +516,10 @@ def execute(prog: Program, image: KernelImage, grid, block, shmem: int, params: 
     grid_a, block_a = np.array(grid, np.int64), np.array(block, np.int64)
     while True:
         room = min(rows_w.shape[0], max_rows + 1 - int(cnt[2]))     # the row past max_rows stops the run
-        st = I.run_blocks(lw.code, okind, lw.oreg, oval, oflag, compiled.ins_addr, grid_a, block_a, nblocks,
+        st = I.run_blocks(lw.code, fx, okind, lw.oreg, oval, oflag, compiled.ins_addr, grid_a, block_a, nblocks,
                           heap, g32, mem.lo, mem.hi, s8, s32, l8, l32, local_size, cb32, regs, pm, lane_pc, lane_st,
                           lane_wait, bar, grp, wstat, sched, rows_w[:room], rows_i[:room], rows_m[:room],
-                          rows_na[:room], addrs, cnt, err)
+                          rows_na[:room], addrs, cnt, err, sink.record)
         n, na = int(cnt[0]), int(cnt[1])
         if st == I.ST_OK:
             if sink.record and n:
