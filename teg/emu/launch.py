@@ -492,9 +492,10 @@ def emu_threads() -> int:
         if n < 1:
             raise EmulatorError(f"{THREADS_ENV}={env!r}: must be a positive integer")
         return n
-    from teg.analysis.executors import usable_cores
-
-    return usable_cores()
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:          # no affinity on this OS
+        return max(1, os.cpu_count() or 1)
 
 
 def serial_only(lw: Lowered, okind: np.ndarray, oval: np.ndarray) -> str | None:
@@ -738,11 +739,13 @@ def _pool(n: int):
     program under ``teg trace app`` makes thousands)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    if not _POOL or _POOL[0]._max_workers < n:
+    if _POOL and _POOL[0][1] != os.getpid():      # a forked child has none of the parent's threads
+        _POOL.clear()
+    if not _POOL or _POOL[0][0]._max_workers < n:
         if _POOL:
-            _POOL.pop().shutdown(wait=False)
-        _POOL.append(ThreadPoolExecutor(max_workers=n, thread_name_prefix="teg-emu"))
-    return _POOL[0]
+            _POOL.pop()[0].shutdown(wait=False)
+        _POOL.append((ThreadPoolExecutor(max_workers=n, thread_name_prefix="teg-emu"), os.getpid()))
+    return _POOL[0][0]
 
 
 def _serial_stop(parts, k: int, nw: int) -> int | None:
