@@ -548,12 +548,21 @@ class _Worker:
                             self.rows_m[:room], self.rows_na[:room], self.addrs, self.cnt, self.err, record)
 
     def grow(self, rows: int, addrs: int) -> None:
+        """Larger row buffers (``rows``) and address buffer (``addrs``), the recorded rows kept: one
+        new array per buffer, filled from the old one (what :func:`_check_recording` counted)."""
         if rows > self.rows_w.shape[0]:
-            self.rows_w, self.rows_i, self.rows_m, self.rows_na = (
-                np.concatenate([a, np.empty(rows - a.shape[0], a.dtype)])
-                for a in (self.rows_w, self.rows_i, self.rows_m, self.rows_na))
+            self.rows_w = _grown(self.rows_w, rows)
+            self.rows_i = _grown(self.rows_i, rows)
+            self.rows_m = _grown(self.rows_m, rows)
+            self.rows_na = _grown(self.rows_na, rows)
         if addrs > self.addrs.shape[0]:
-            self.addrs = np.concatenate([self.addrs, np.empty(addrs - self.addrs.shape[0], np.uint64)])
+            self.addrs = _grown(self.addrs, addrs)
+
+
+def _grown(a: np.ndarray, n: int) -> np.ndarray:
+    b = np.empty(n, a.dtype)
+    b[:a.shape[0]] = a
+    return b
 
 
 def execute(prog: Program, image: KernelImage, grid, block, shmem: int, params: bytes, mem: GlobalMemory,
@@ -624,8 +633,9 @@ def execute(prog: Program, image: KernelImage, grid, block, shmem: int, params: 
         if done == 0:            # one block fills the buffers: make them larger
             grow = 2 * rows_w.shape[0] if n >= rows_w.shape[0] else rows_w.shape[0]
             grow_a = 2 * addrs.shape[0] if na + 64 > addrs.shape[0] else addrs.shape[0]
-            _check_recording(prog.name, int(cnt[2]) + n, (grow - rows_w.shape[0]) * 16 + (grow_a - addrs.shape[0]) * 8,
-                             max_rows, sink, int(cnt[2]) + n)
+            # each larger buffer is allocated while the one it replaces still holds the rows
+            _check_recording(prog.name, int(cnt[2]) + n, (grow * 16 if grow > rows_w.shape[0] else 0)
+                             + (grow_a * 8 if grow_a > addrs.shape[0] else 0), max_rows, sink, int(cnt[2]) + n)
             wk.grow(grow, grow_a)
             continue
         if sink.keeps:           # the rows handed on stay in memory, and are copied once more at the end
@@ -638,12 +648,14 @@ def execute(prog: Program, image: KernelImage, grid, block, shmem: int, params: 
         cnt[0], cnt[1], cnt[2] = n - done, na - adone, cnt[2] + done
 
 
-def _run_range(wk: _Worker, launch: tuple, lo: int, hi: int, room: int, sink: RowSink):
+def _run_range(wk: _Worker, launch: tuple, lo: int, hi: int, room: int, sink: RowSink, max_rows: int, before: int):
     """Blocks ``lo…hi-1`` on ``wk``, from a worker thread: ``(status, parts, rows, expanded)`` —
     the rows in execution order as copied parts when recording (a full buffer is emptied into a
     part), the count of rows, the status of the last call (ST_OK, a fault code, or ST_FULL when
     ``room`` rows were recorded and more were coming) and, when the range ran to its end, its rows
-    expanded into trace columns (:func:`expand_rows`, in this thread)."""
+    expanded into trace columns (:func:`expand_rows`, in this thread). A part that would need more
+    memory than the process may use is refused (:func:`_check_recording`; ``before``: the rows of
+    the launch before this wave, for its message)."""
     wk.sched[0], wk.sched[1] = lo, 0
     wk.cnt[:] = 0
     parts = []
@@ -651,6 +663,8 @@ def _run_range(wk: _Worker, launch: tuple, lo: int, hi: int, room: int, sink: Ro
     while True:
         st = wk.run(launch, hi, room - int(wk.cnt[2]), record)
         n, na = int(wk.cnt[0]), int(wk.cnt[1])
+        if record and n and st == I.ST_FULL:     # a copy of the full buffers: refused if memory lacks
+            _check_recording(sink.info.name, before + int(wk.cnt[2]) + n, n * 16 + na * 8, max_rows, sink, 0)
         if record and n:
             parts.append((wk.rows_w[:n].copy(), wk.rows_i[:n].copy(), wk.rows_m[:n].copy(), wk.rows_na[:n].copy(),
                           wk.addrs[:na].copy()))
@@ -689,7 +703,8 @@ def _execute_parallel(prog, lw, launch, nblocks, nw, shared_size, local_size, si
             if nxt < nblocks:
                 ranges.append((nxt, min(nxt + per, nblocks)))
                 nxt = ranges[-1][1]
-        return ranges, [pool.submit(_run_range, wk, launch, lo, hi, room, sink) for wk, (lo, hi) in zip(workers, ranges)]
+        return ranges, [pool.submit(_run_range, wk, launch, lo, hi, room, sink, max_rows, max_rows + 1 - room)
+                        for wk, (lo, hi) in zip(workers, ranges)]
 
     ranges, futures = submit(max_rows + 1)
     pending: list = []        # expanded rows not yet handed on (up to chunk_rows of them)
