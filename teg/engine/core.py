@@ -48,19 +48,10 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from teg.engine.codes import (BANK_CONFLICT, BARRIER, CACHE_MISS, CHANNEL_QUEUE, CONST_MISS, CTR, FETCH, ISSUE,
-                              L2_QUEUE, MEM_GLOBAL, MEM_PIPE, MEM_SHARED, NO_WARP, SAME_WARP,
-                              SCHEDULER, TLB_MISS, UNIT_BUSY)
-from teg.engine.input import (F_DRAM_LAT, F_ISSUE_INTERVAL, F_L1_LAT, F_L2_FAR_LAT, F_L2_LAT,
-                              F_L2_SLICE_SPB, F_LAUNCH_LAT, F_RBAR_LAT, F_SERVICE_PER_BYTE,
-                              F_TLB2_LAT, F_WALK_LAT, F_WAVEFRONT_CYCLES, I_CHANNELS, I_DEAL, I_DEPMODEL, I_L1_ASSOC,
-                              I_L1_LINE, I_L1_SECTOR, I_L1_SETS, I_L2_ASSOC, I_L2_LINE,
-                              I_FETCH_PF, I_L1_HASH, I_L2_HASH, I_L2_PART_BYTES, I_L2_PARTS, I_L2_SECTOR,
-                              I_L2_SETS, I_L2_SLICES, I_MSHR, I_PIPE_SLOTS, I_POLICY, I_RESIDENT, I_SCHED,
-                              I_SLOTS, I_SMS, I_SMS_PER_PIPE, I_SW_BANK, I_SW_BAR, I_SW_BW, I_SW_COAL,
-                              I_SW_CONST, I_SW_DEPS, I_SW_FETCH,
-                              I_SW_L1, I_SW_L2, I_SW_LAUNCH, I_SW_SAME, I_SW_SKEW, I_SW_TLB, I_SW_UNITS, I_TIMELINE,
-                              I_TLB1_SETS, I_TLB2_SETS)
+from teg.engine.codes import (BANK_CONFLICT, BARRIER, CACHE_MISS, CHANNEL_QUEUE, CONST_MISS, CTR,
+                              DEPMODEL_CONTROLCODES, FETCH, ISSUE, L2_QUEUE, MEM_GLOBAL, MEM_PIPE, MEM_SHARED, NO_WARP,
+                              POLICY_GTO, POLICY_LRR, RUN_BLOCK_TOO_BIG, RUN_DEADLOCK, RUN_DONE, RUN_REPLAY_NOT_RESIDENT,
+                              RUN_TOO_MANY_REGS, SAME_WARP, SCHEDULER, TLB_MISS, UNIT_BUSY)
 from teg.engine.records import PC_STALL, REC_PCS, REC_ROWS, TX_CHAN, TX_SLICE, record_issue, record_level
 from teg.jit import inner
 from teg.memory.cache import _log2, cache_access_timed, cache_new, cache_shape
@@ -365,7 +356,7 @@ def _pack_static(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_me
         x = s * XW
         f = s * FW
         u = s_unit[s]
-        cc = depmodel == 1 and s_ctrl[s] != 0
+        cc = depmodel == DEPMODEL_CONTROLCODES and s_ctrl[s] != 0
         sx[x + X_UNIT] = u
         sx[x + X_UPSM] = u_per_sm[u] != 0
         sx[x + X_UCNT] = u_count[u]
@@ -429,9 +420,9 @@ def _waited_on(sli, tdep, uf, heap, sch_list, sch_n, g, nxt, policy, S, spsm, L,
     (a wait for the scheduler itself); -1 when it has no warp."""
     best = -1
     bt = INF
-    n = sch_n[g] if policy == 1 else L
+    n = sch_n[g] if policy == POLICY_GTO else L
     for k in range(n):
-        if policy == 1:
+        if policy == POLICY_GTO:
             slot = sch_list[g, k]
         else:
             loc = (g % S) + k * S
@@ -662,8 +653,8 @@ def _launch_blocks(w, sc, st, bl, sm, t0, most, resident, deal, q_end, spsm):
     the blocks it may take are exhausted (its own list, or with dynamic dealing the grid-wide
     queue): each warp of a block takes the lowest free slot of the SM, becomes eligible at
     ``t0`` (kernel start, or the launch latency after a block retires) with a clean scoreboard,
-    and joins its scheduler's list. Returns 2 when no slot is free (inconsistent occupancy),
-    else 0."""
+    and joins its scheduler's list. Returns RUN_BLOCK_TOO_BIG when no slot is free (inconsistent
+    occupancy), else RUN_DONE."""
     sli, slf = w.sli, w.slf
     sch_list, sch_n = sc.sch_list, sc.sch_n
     sm_res, sm_next, q_next, b_ctx_start = bl.sm_res, bl.sm_next, bl.q_next, bl.b_ctx_start
@@ -692,7 +683,7 @@ def _launch_blocks(w, sc, st, bl, sm, t0, most, resident, deal, q_end, spsm):
                     slot = sm * spsm + loc
                     break
             if slot < 0:
-                return 2
+                return RUN_BLOCK_TOO_BIG
             bl.ctx_slot[c] = slot
             sli[slot, SLI_CTX] = c
             sli[slot, SLI_ROW] = bl.c_start[c]
@@ -717,7 +708,7 @@ def _launch_blocks(w, sc, st, bl, sm, t0, most, resident, deal, q_end, spsm):
             g2 = sli[slot, SLI_G]
             sch_list[g2, sch_n[g2]] = slot
             sch_n[g2] += 1
-    return 0
+    return RUN_DONE
 
 
 @_cold
@@ -752,39 +743,38 @@ TlbConfig = namedtuple("TlbConfig", ("on", "l1_shape", "l2_shape", "l2_lat", "wa
 
 
 @_helper
-def _mem_config(ipar, fpar):
-    """The memory system's parameters (:class:`MemConfig`) from the engine input's tables."""
-    l1_sets, l1_assoc, l1_line, l1_sector = ipar[I_L1_SETS], ipar[I_L1_ASSOC], ipar[I_L1_LINE], ipar[I_L1_SECTOR]
-    l2_sets, l2_assoc, l2_line, l2_sector = ipar[I_L2_SETS], ipar[I_L2_ASSOC], ipar[I_L2_LINE], ipar[I_L2_SECTOR]
-    mshr = ipar[I_MSHR]
+def _mem_config(sc):
+    """The memory system's parameters (:class:`MemConfig`) from the run's scalars."""
+    l1_sets, l1_assoc, l1_line, l1_sector = sc.l1
+    l2_sets, l2_assoc, l2_line, l2_sector = sc.l2
+    mshr = sc.mshr_lines
     # MSHR mode: outstanding L1 misses per SM, counted per cache line (MSHR entries), instead of
     # TEG's C_mem instruction slots per memory pipeline
-    pipe_slots = ipar[I_PIPE_SLOTS] if mshr == 0 else mshr
-    n_parts = max(ipar[I_L2_PARTS], 1)
-    n_slices = ipar[I_L2_SLICES]
+    pipe_slots = sc.pipe_slots if mshr == 0 else mshr
+    n_parts = max(sc.l2_partitions, 1)
+    n_slices = sc.l2_slices
     # each partition's cache indexes its sets without the home-partition bits (powers of two)
-    skip_at = _log2(max(ipar[I_L2_PART_BYTES], 1) // max(l2_line, 1)) if n_parts > 1 else -1
+    skip_at = _log2(max(sc.l2_partition_bytes, 1) // max(l2_line, 1)) if n_parts > 1 else -1
     skip_bits = _log2(n_parts) if skip_at >= 0 else -1
     # address translation: the L1 TLB (per SM) and the L2 TLB, each a cache of page translations
-    has_tlb = ipar[I_TLB1_SETS] > 0 and ipar[I_TLB2_SETS] > 0
-    t1, t2 = I_TLB1_SETS, I_TLB2_SETS
-    tlb = TlbConfig(ipar[I_SW_TLB] != 0, cache_shape(max(ipar[t1], 1), ipar[t1 + 1], ipar[t1 + 2], ipar[t1 + 3]),
-                    cache_shape(max(ipar[t2], 1), ipar[t2 + 1], ipar[t2 + 2], ipar[t2 + 3]), fpar[F_TLB2_LAT],
-                    fpar[F_WALK_LAT])
+    t1, t2 = sc.tlb1, sc.tlb2
+    has_tlb = t1[0] > 0 and t2[0] > 0
+    tlb = TlbConfig(sc.tlb, cache_shape(max(t1[0], 1), t1[1], t1[2], t1[3]),
+                    cache_shape(max(t2[0], 1), t2[1], t2[2], t2[3]), sc.tlb2_latency, sc.walk_latency)
     return MemConfig(
-        ipar[I_SW_COAL] != 0, ipar[I_SW_L1] != 0, ipar[I_SW_L2] != 0, ipar[I_SW_BW] != 0, ipar[I_SW_SKEW] != 0,
+        sc.coalescing, sc.l1_misses, sc.l2_misses, sc.bandwidth, sc.channel_skew,
         l1_sets > 0, l2_sets > 0,
-        cache_shape(max(l1_sets, 1), l1_assoc, l1_line, l1_sector, 0, 0, ipar[I_L1_HASH] != 0),
+        cache_shape(max(l1_sets, 1), l1_assoc, l1_line, l1_sector, 0, 0, sc.l1_hashed),
         cache_shape(max(l2_sets, 1), l2_assoc, l2_line, l2_sector, max(skip_at, 0), max(skip_bits, 0),
-                    ipar[I_L2_HASH] != 0),
-        max(ipar[I_CHANNELS], 1), n_parts, max(ipar[I_L2_PART_BYTES], 1), n_slices,
+                    sc.l2_hashed),
+        max(sc.channels, 1), n_parts, max(sc.l2_partition_bytes, 1), n_slices,
         max(n_slices // n_parts, 1),
-        max(n_slices // max(ipar[I_CHANNELS], 1), 1),          # slices per DRAM channel
-        l2_line if l2_line > 0 else 128, fpar[F_L2_SLICE_SPB],
+        max(n_slices // max(sc.channels, 1), 1),          # slices per DRAM channel
+        l2_line if l2_line > 0 else 128, sc.l2_slice_cycles_per_byte,
         mshr, l1_line if l1_line > 0 else (l2_line if l2_line > 0 else 128),
-        max(ipar[I_SMS_PER_PIPE], 1) if mshr == 0 else 1, pipe_slots, pipe_slots > 0,
-        fpar[F_L1_LAT], fpar[F_L2_LAT], fpar[F_L2_FAR_LAT], fpar[F_DRAM_LAT], fpar[F_SERVICE_PER_BYTE],
-        (ipar[I_TIMELINE] & REC_ROWS) != 0, has_tlb, tlb)
+        max(sc.sms_per_pipeline, 1) if mshr == 0 else 1, pipe_slots, pipe_slots > 0,
+        sc.l1_latency, sc.l2_latency, sc.l2_far_latency, sc.dram_latency, sc.dram_cycles_per_byte,
+        (sc.records & REC_ROWS) != 0, has_tlb, tlb)
 
 
 @_cold
@@ -1030,26 +1020,26 @@ Memory = namedtuple("Memory", ("heap", "pipe_n", "chan_free", "chan_scale", "l1_
 
 
 @_helper
-def _slots_per_sm(ipar, b_ctx_start, sm_blocks_start):
+def _slots_per_sm(sc, b_ctx_start, sm_blocks_start):
     """The warp slots an SM can ever hold: at most min(resident, blocks) blocks of the largest
     block's warps live at once and a launching warp takes the lowest free slot, so slots past that
     count stay empty: leaving them out changes no result and shrinks the per-slot state (a small
     kernel on a whole GPU would otherwise allocate every SM's 64 slots of scoreboard)."""
-    spsm = ipar[I_SLOTS]
-    resident = ipar[I_RESIDENT]
+    spsm = sc.slots
+    resident = sc.resident
     wpb_max = 1
     for b in range(b_ctx_start.shape[0] - 1):
         if b_ctx_start[b + 1] - b_ctx_start[b] > wpb_max:
             wpb_max = b_ctx_start[b + 1] - b_ctx_start[b]
     live = min(resident, b_ctx_start.shape[0] - 1)        # blocks an SM can hold at once
-    if ipar[I_DEAL] != 0:
+    if sc.deal:
         # dealt breadth-first: a grid that fits in one wave gives each SM ceil(B / SMs) blocks
         n_b = b_ctx_start.shape[0] - 1
-        if n_b <= ipar[I_SMS] * resident:
-            live = min(live, (n_b + ipar[I_SMS] - 1) // ipar[I_SMS])
+        if n_b <= sc.sms * resident:
+            live = min(live, (n_b + sc.sms - 1) // sc.sms)
     else:
         longest = 0                                          # static lists: the longest one
-        for sm in range(ipar[I_SMS]):
+        for sm in range(sc.sms):
             longest = max(longest, sm_blocks_start[sm + 1] - sm_blocks_start[sm])
         live = min(live, longest)
     if live * wpb_max < spsm:
@@ -1128,15 +1118,15 @@ def _line_table(lines, on, n_sms):
 
 
 @_helper
-def _new_fetch(sx, sf, has_bar, sw_deps, has_async, S, U, s_iline, s_cline, n_sms, ipar, fpar):
+def _new_fetch(sx, sf, has_bar, sw_deps, has_async, S, U, s_iline, s_cline, n_sms, sc):
     """The :class:`Static` tuple with empty instruction and constant caches: each is modelled when
     its switch is on and some instruction has a line (``s_iline`` / ``s_cline`` >= 0)."""
-    has_fetch, ifl = _line_table(s_iline, ipar[I_SW_FETCH] != 0, n_sms)
+    has_fetch, ifl = _line_table(s_iline, sc.instruction_fetch, n_sms)
     gfl = np.full(ifl.shape[1], -1.0, np.float64)
     front = np.full(ifl.shape[0], -1, np.int64)
-    has_const, cfl = _line_table(s_cline, ipar[I_SW_CONST] != 0, n_sms)
-    return Static(sx, sf, has_bar, sw_deps, has_async, S, U, has_fetch, ifl, gfl, front, fpar[F_L2_LAT],
-                  fpar[F_DRAM_LAT], ipar[I_FETCH_PF], has_const, cfl)
+    has_const, cfl = _line_table(s_cline, sc.constant_cache, n_sms)
+    return Static(sx, sf, has_bar, sw_deps, has_async, S, U, has_fetch, ifl, gfl, front, sc.l2_latency,
+                  sc.dram_latency, sc.fetch_prefetch, has_const, cfl)
 
 
 @_helper
@@ -1279,49 +1269,58 @@ def _row_contexts(c_start, c_end, n_rows):
     return r_ctx
 
 
+# What the loop writes (allocated by teg.engine.run, layouts in simulate's docstring and
+# teg.engine.records).
+Outputs = namedtuple("Outputs", ("stall", "pc_count", "pc_wait", "counters", "timeline", "sm_end", "order_out",
+                                 "pcc", "tx_rec"))
+
+
 @njit(cache=True, error_model="numpy")
-def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_lat, s_store, s_barrier,
-             s_depcause, s_dst, s_src, s_ctrl, s_stall, s_yield, s_wbar, s_rbar, s_wait, s_depbar, s_async, s_iline,
-             s_cline, u_occ, u_count, u_per_sm,
-             r_sidx, r_wave, r_wave_min, r_tx_start, r_tx_min, r_tx_min_bytes, tx_addr, tx_bytes, tx_chan,
-             c_start, c_end, c_block, b_ctx_start, sm_blocks_start, sm_blocks, sm_part_in, ipar, fpar,
-             stall_out, pc_count, pc_wait, counters, timeline, sm_end, order_in, order_out, pcc, tx_rec):
-    """Run the timing model; fills the output arrays and returns ``(status, total_cycles)``.
-    status 0 = done, 1 = deadlock (warps wait forever, e.g. at a barrier), 2 = a block does not
-    fit in the SM's warp slots, 3 = the replay order names a row whose warp is not resident then,
-    4 = an instruction lists more registers than the packed static table holds (16 sources, 14
-    destinations).
+def simulate(static, rows, grid, sc, order_in, out):
+    """Run the timing model on the lowered kernel (:class:`~teg.engine.lowered.StaticTable`,
+    :class:`~teg.engine.lowered.RowTable`, :class:`~teg.engine.lowered.Grid`,
+    :class:`~teg.engine.scalars.Scalars`); fills the :class:`Outputs` ``out`` and returns
+    ``(outcome, total_cycles)``, the outcome a ``RUN_*`` code of :mod:`teg.engine.codes`.
 
-    ``sm_end[sm, 0]`` receives the SM's last completion, ``sm_end[sm, 1]`` the blocks it ran.
+    ``out.stall`` receives the stall cycles by cause, ``out.pc_count`` / ``out.pc_wait`` each
+    static instruction's executions and waits before issue, ``out.counters`` the counters
+    (:data:`teg.engine.codes.COUNTER_NAMES`), ``out.sm_end[sm, 0]`` the SM's last completion and
+    ``out.sm_end[sm, 1]`` the blocks it ran.
 
-    ``order_in`` (non-empty: replay) is the global issue order to follow, ``order_out`` (non-empty:
-    record) receives this run's issue order; both hold dynamic row indexes.
+    ``order_in`` (non-empty: replay) is the global issue order to follow, ``out.order_out``
+    (non-empty: record) receives this run's issue order; both hold dynamic row indexes.
 
-    With ``ipar[I_TIMELINE]`` bits (:mod:`teg.engine.records`): ``REC_ROWS`` fills ``timeline``
-    (a row per dynamic row) and ``tx_rec`` (a row per transaction); ``REC_PCS`` fills ``pcc`` (the
+    With ``sc.records`` bits (:mod:`teg.engine.records`): ``REC_ROWS`` fills ``out.timeline`` (a row
+    per dynamic row) and ``out.tx_rec`` (a row per transaction); ``REC_PCS`` fills ``out.pcc`` (the
     waits before issue and the charged stall cycles per static instruction)."""
-    n_sms = ipar[I_SMS]
-    S = ipar[I_SCHED]
-    spsm = _slots_per_sm(ipar, b_ctx_start, sm_blocks_start)
-    resident = ipar[I_RESIDENT]
-    policy = ipar[I_POLICY]
-    depmodel = ipar[I_DEPMODEL]
-    sw_bank = ipar[I_SW_BANK] != 0
-    sw_deps = ipar[I_SW_DEPS] != 0
-    sw_units = ipar[I_SW_UNITS] != 0
-    sw_same = ipar[I_SW_SAME] != 0
-    sw_bar = ipar[I_SW_BAR] != 0
-    mc = _mem_config(ipar, fpar)
-    attrib = (ipar[I_TIMELINE] & REC_PCS) != 0
+    (s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_lat, s_store, s_barrier, s_depcause, s_dst,
+     s_src, s_ctrl, s_stall, s_yield, s_wbar, s_rbar, s_wait, s_depbar, s_async, s_iline, s_cline, u_occ, u_count,
+     u_per_sm) = static
+    r_sidx, r_wave, r_wave_min, r_tx_start, r_tx_min, r_tx_min_bytes, tx_addr, tx_bytes, tx_chan = rows
+    c_start, c_end, c_block, b_ctx_start, sm_blocks_start, sm_blocks, sm_part_in = grid
+    stall_out, pc_count, pc_wait, counters, timeline, sm_end, order_out, pcc, tx_rec = out
+    n_sms = sc.sms
+    S = sc.schedulers
+    spsm = _slots_per_sm(sc, b_ctx_start, sm_blocks_start)
+    resident = sc.resident
+    policy = sc.policy
+    depmodel = sc.depmodel
+    sw_bank = sc.bank_conflicts
+    sw_deps = sc.dependencies
+    sw_units = sc.unit_throughput
+    sw_same = sc.same_warp_penalty
+    sw_bar = sc.barriers
+    mc = _mem_config(sc)
+    attrib = (sc.records & REC_PCS) != 0
     rec_any = mc.record or attrib
     rec_order = order_out.shape[0] > 0
     replay = order_in.shape[0] > 0
     n_order = order_in.shape[0]
-    issue_interval = fpar[F_ISSUE_INTERVAL]
-    deal = ipar[I_DEAL] != 0
-    wfc = fpar[F_WAVEFRONT_CYCLES]
-    rbar_lat = fpar[F_RBAR_LAT]
-    launch_lat = fpar[F_LAUNCH_LAT] if ipar[I_SW_LAUNCH] != 0 else 1.0
+    issue_interval = sc.issue_interval
+    deal = sc.deal
+    wfc = sc.wavefront_cycles
+    rbar_lat = sc.rbar_latency
+    launch_lat = sc.block_launch_latency if sc.block_launch else 1.0
 
     G = n_sms * S
     L = (spsm + S - 1) // S
@@ -1329,15 +1328,15 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
     U = u_occ.shape[0]
     maxc, nreg = _table_sizes(u_count, s_dst, s_src)
     if s_src.shape[1] > X_DST - X_SRC or s_dst.shape[1] > X_NWAW - X_DST:
-        return 4, 0
+        return RUN_TOO_MANY_REGS, 0
     sx, sf = _pack_static(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_lat, s_store,
                           s_barrier, s_depcause, s_dst, s_src, s_ctrl, s_stall, s_yield, s_wbar, s_rbar,
                           s_wait, s_depbar, s_async, s_iline,
-                          _fetch_checks(s_iline, r_sidx, c_start, c_end, ipar[I_SW_FETCH] != 0), s_cline,
+                          _fetch_checks(s_iline, r_sidx, c_start, c_end, sc.instruction_fetch), s_cline,
                           u_count, u_per_sm, depmodel, mc.pipe_limited,
                           issue_interval <= 1.0, issue_interval, sw_same, sw_bar, rbar_lat)
     has_bar, has_async = _kernel_uses(s_barrier, s_async, s_depbar, sw_bar)
-    static = _new_fetch(sx, sf, has_bar, sw_deps, has_async, S, U, s_iline, s_cline, n_sms, ipar, fpar)
+    packed = _new_fetch(sx, sf, has_bar, sw_deps, has_async, S, U, s_iline, s_cline, n_sms, sc)
 
     # ---- the loop's tables (Warps, Scheds, Memory, Blocks above say what they hold)
     warps = _new_warps(n_sms, spsm, S, nreg, has_async)
@@ -1349,9 +1348,9 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
     memory = _new_memory(mc, n_sms, tx_chan, sm_part_in)
     heap = memory.heap
     txs = Tx(r_tx_start, r_tx_min, r_tx_min_bytes, tx_addr, tx_bytes, tx_chan)
-    grid = _new_grid(n_sms, c_start, c_end, r_sidx, b_ctx_start, sm_blocks_start, sm_blocks, sm_end, counters)
-    ctx_slot, sm_res, blk_live, blk_arrived = grid.ctx_slot, grid.sm_res, grid.blk_live, grid.blk_arrived
-    blk_bar = grid.blk_bar
+    blocks = _new_grid(n_sms, c_start, c_end, r_sidx, b_ctx_start, sm_blocks_start, sm_blocks, sm_end, counters)
+    ctx_slot, sm_res, blk_live, blk_arrived = blocks.ctx_slot, blocks.sm_res, blocks.blk_live, blocks.blk_arrived
+    blk_bar = blocks.blk_bar
     q_end = sm_blocks_start[n_sms]
     # the latest completion of anything a block issued (loads and stores alike): the block holds
     # its SM's slots until then (a warp exits only when its stores are acknowledged)
@@ -1368,7 +1367,7 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
     sm_ks = np.full(n_sms, -1, np.int64)       # static index of the SM's latest result
     pc_none = pcc.shape[1] - 1                 # pcc row of stall cycles with no instruction waited on
     sm_iss = False
-    status = 0
+    status = RUN_DONE
     # ---- schedule-preserving replay: the context of every row, the order's next event
     r_ctx = _row_contexts(c_start, c_end, r_sidx.shape[0] if replay else 0)
     rp_ptr = np.int64(0)    # (an int64, not the literal 0: _replay_next compiles for one signature)
@@ -1384,18 +1383,18 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
     per_turn = 1 if deal else resident
     more = True
     while more:
-        before = grid.q_next[0]
+        before = blocks.q_next[0]
         for sm in range(n_sms):
-            if _launch_blocks(warps, scheds, static, grid, sm, 0.0, per_turn, resident, deal, q_end, spsm) != 0:
-                return 2, 0
-        more = deal and grid.q_next[0] > before
+            if _launch_blocks(warps, scheds, packed, blocks, sm, 0.0, per_turn, resident, deal, q_end, spsm) != RUN_DONE:
+                return RUN_BLOCK_TOO_BIG, 0
+        more = deal and blocks.q_next[0] > before
     for sm in range(n_sms):
         _sm_wake(scf, tree, leaves, S, sm)
 
     if replay:
         rp_slot = _replay_next(order_in, r_ctx, ctx_slot, sli, parked, scf, g_sm, tree, leaves, S, rp_ptr, t)
         if rp_slot < 0:
-            return 3, 0
+            return RUN_REPLAY_NOT_RESIDENT, 0
         rp_g = sli[rp_slot, SLI_G]
 
     while finished < C:
@@ -1472,7 +1471,7 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
             gdone = False       # the greedy warp was evaluated here; the scan leaves it out
             rg = INF
             gbind = 0
-            if policy == 1 and gs >= 0 and sli[gs, SLI_CTX] >= 0:
+            if policy == POLICY_GTO and gs >= 0 and sli[gs, SLI_CTX] >= 0:
                 gs = _nonneg(gs)
                 rg, gbind = _ready_of(sli, tdep, uf, heap, pp, sw_units, gs)
                 if rg > t:
@@ -1492,12 +1491,12 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                     fast = sx[_nonneg(sli[gs, SLI_SIDX] * XW) + X_FAST] != 0
             gskip = gs if gdone else -1
             mslot = -1
-            nscan = 0 if fast else (L if policy == 0 else sch_n[g])
+            nscan = 0 if fast else (L if policy == POLICY_LRR else sch_n[g])
             hmin = heap[pp, 0]
             k = sci[g, SCI_RR]
             nev = 0
             for kk in range(nscan):
-                if policy == 0:
+                if policy == POLICY_LRR:
                     k += 1
                     if k == L:
                         k = 0
@@ -1522,7 +1521,7 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                 if r <= t:
                     if best < 0:
                         best = slot
-                        best_k = k if policy == 0 else sli[slot, SLI_K]
+                        best_k = k if policy == POLICY_LRR else sli[slot, SLI_K]
                         if sx[_nonneg(sli[slot, SLI_SIDX] * XW) + X_FAST] != 0:
                             fast = True
                             break
@@ -1712,7 +1711,7 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                     # as it advances; a t_dep of this BAR, already issued, would wake its
                     # scheduler early and charge the BAR's terms), then the waiting warps
                     slf[slot, SLF_BAR] = blk_bar[blk, 0]
-                    _release(warps, scheds, static, grid, blk, blk_bar[blk, 0])
+                    _release(warps, scheds, packed, blocks, blk, blk_bar[blk, 0])
                 else:
                     slf[slot, SLF_BAR] = INF
             # ---- advance the warp
@@ -1726,7 +1725,7 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
             if row + 1 < sli[slot, SLI_END]:
                 sli[slot, SLI_SIDX] = r_sidx[row + 1]
                 slf[slot, SLF_SINCE] = t + 1.0
-                _compute_tdep(warps, static, slot)
+                _compute_tdep(warps, packed, slot)
             else:
                 sli[slot, SLI_CTX] = -1
                 pos = 0
@@ -1750,12 +1749,12 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                     # the next block starts when this one has retired: its last issue and all its
                     # outstanding results complete (plus the launch latency)
                     t_launch = _max2(t + _max2(launch_lat, 1.0), math.ceil(blk_done[blk]))
-                    if _launch_blocks(warps, scheds, static, grid, sm, t_launch, resident, resident, deal, q_end,
-                                      spsm) != 0:
-                        return 2, 0
+                    if _launch_blocks(warps, scheds, packed, blocks, sm, t_launch, resident, resident, deal, q_end,
+                                      spsm) != RUN_DONE:
+                        return RUN_BLOCK_TOO_BIG, 0
                 elif sw_bar and blk_arrived[blk] > 0 and blk_arrived[blk] >= blk_live[blk]:
                     # the last warp not waiting exited: the barrier resolves now
-                    _release(warps, scheds, static, grid, blk, _max2(blk_bar[blk, 0], t + blk_bar[blk, 1]))
+                    _release(warps, scheds, packed, blocks, blk, _max2(blk_bar[blk, 0], t + blk_bar[blk, 1]))
             # ---- when may this scheduler issue next?
             nxt = minr
             n1 = mc1
@@ -1787,7 +1786,7 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
                     rp_slot = _replay_next(order_in, r_ctx, ctx_slot, sli, parked, scf, g_sm, tree, leaves, S, rp_ptr,
                                            t)
                     if rp_slot < 0:
-                        return 3, np.int64(t)
+                        return RUN_REPLAY_NOT_RESIDENT, np.int64(t)
                     rp_g = sli[rp_slot, SLI_G]
 
         if finished >= C:
@@ -1796,14 +1795,14 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
         # skipped when it is visited next)
         nmin = tree[1]
         if nmin >= INF:
-            status = 1
+            status = RUN_DEADLOCK
             break
         tn = math.ceil(nmin)
         if tn < t + 1.0:
             tn = t + 1.0
         t = tn
 
-    if status != 0:
+    if status != RUN_DONE:
         return status, np.int64(t)
     # ---- tail: the kernel ends at its last issue cycle or when its last result is back; each
     # SM's cycles after its last visit go to its latest result's causes while that is pending,
@@ -1830,4 +1829,4 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
     for sm in range(n_sms):
         # the SM's end: its last issue cycle (sm_t after its last visit) or its last result
         sm_end[sm, 0] = _max2(sm_t[sm], math.ceil(sm_kf[sm, 0]))
-    return 0, np.int64(total)
+    return RUN_DONE, np.int64(total)
