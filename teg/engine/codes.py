@@ -22,7 +22,6 @@ RUN_DEADLOCK = 1              # warps wait forever (a barrier not every warp rea
                               # whose next row waits for what only later rows provide)
 RUN_BLOCK_TOO_BIG = 2         # a block does not fit in the SM's warp slots
 RUN_REPLAY_NOT_RESIDENT = 3   # the replay order names a row whose warp is not resident then
-RUN_TOO_MANY_REGS = 4         # an instruction lists more registers than the packed static table holds
 
 # stall causes: every simulated cycle gets exactly one
 ISSUE = 0          # at least one instruction issued in this cycle
@@ -56,3 +55,11 @@ COUNTER_NAMES = ("instructions", "shared_accesses", "shared_wavefronts", "shared
                  "dram_transactions", "dram_bytes", "channel_wait_cycles",
                  "barriers", "blocks", "engine_steps", "warp_evaluations")
 CTR = {n: i for i, n in enumerate(COUNTER_NAMES)}
+# the counters' indexes, as the loop writes them
+C_INSTR = CTR["instructions"]
+C_SH_ACC, C_SH_WAVE, C_SH_WMIN = CTR["shared_accesses"], CTR["shared_wavefronts"], CTR["shared_wavefronts_min"]
+C_G_ACC, C_TX = CTR["global_accesses"], CTR["transactions"]
+C_L1H, C_L1M, C_L2H, C_L2M = CTR["l1_hits"], CTR["l1_misses"], CTR["l2_hits"], CTR["l2_misses"]
+C_DRAM, C_DRAM_B, C_CHW = CTR["dram_transactions"], CTR["dram_bytes"], CTR["channel_wait_cycles"]
+C_BARS, C_BLOCKS = CTR["barriers"], CTR["blocks"]
+C_STEPS, C_EVALS = CTR["engine_steps"], CTR["warp_evaluations"]

@@ -35,7 +35,7 @@ def make_input(*, lat_exec, lat_multi, lat_same, unit=None, dst=None, src=None, 
     grouped into blocks of ``warps_per_block``; ``tx`` is a list (one per row) of
     ``(addr, nbytes, channel)`` lists (``tx_min``: the perfect-coalescing count per row, default all);
     ``blocks_sm`` gives each block's SM (default round-robin); ``deal=True`` instead deals the
-    blocks dynamically (one grid-wide queue, :mod:`teg.engine.core`). ``l2_partitions`` /
+    blocks dynamically (one grid-wide queue, :func:`teg.engine.schedulers.launch_blocks`). ``l2_partitions`` /
     ``l2_partition_bytes`` / ``l2_far_latency`` describe near/far L2 partitions (``l2`` is then one
     partition's geometry; ``l2_partition_sms``: the SMs near each, default an even split), ``l2_slices`` / ``l2_slice_bytes_per_clk`` the L2 slices' bandwidth,
     ``mshr_lines`` the outstanding L1-miss lines per SM (0: ``pipe_slots`` C_mem slots).

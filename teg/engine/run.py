@@ -6,11 +6,12 @@ import numpy as np
 
 from teg import TegError
 from teg.engine.codes import (CAUSE_NAMES, COUNTER_NAMES, NO_WARP, NUM_CAUSES, RUN_BLOCK_TOO_BIG, RUN_DEADLOCK,
-                              RUN_DONE, RUN_REPLAY_NOT_RESIDENT, RUN_TOO_MANY_REGS)
-from teg.engine.core import X_DST, X_NWAW, X_SRC, Outputs, simulate
+                              RUN_DONE, RUN_REPLAY_NOT_RESIDENT)
+from teg.engine.core import Outputs, simulate
 from teg.engine.lowered import EngineInput
 from teg.engine.records import NTL, NTX, PC_STALL, REC_PCS, REC_ROWS, TL_ISSUE
 from teg.engine.result import Result, make_result
+from teg.engine.static import X_DST, X_NWAW, X_SRC
 
 
 class EngineError(TegError):
@@ -32,11 +33,14 @@ def run(inp: EngineInput) -> Result:
         order_out=np.zeros(inp.num_rows if sc.record_order else 0, np.int64),
         pcc=np.zeros((2, inp.num_static + 1 if attrib else 0, NUM_CAUSES), np.int64),
         tx_rec=np.full((inp.rows.tx_addr.shape[0] if record else 0, NTX), -1.0, np.float64))
+    kernel = inp.meta.get("kernel", "kernel")
     if inp.grid.c_start.shape[0] == 0:
         raise EngineError("nothing to simulate: no warp has instructions")
+    if inp.static.s_src.shape[1] > X_DST - X_SRC or inp.static.s_dst.shape[1] > X_NWAW - X_DST:
+        raise EngineError(f"{kernel}: an instruction lists more than {X_DST - X_SRC} source or {X_NWAW - X_DST} "
+                          "destination registers")
     order_in = _checked_order(inp)
     outcome, cycles = simulate(inp.static, inp.rows, inp.grid, sc, order_in, out)
-    kernel = inp.meta.get("kernel", "kernel")
     if outcome == RUN_DEADLOCK and order_in.shape[0]:
         raise EngineError(f"{kernel}: replay order infeasible at cycle {cycles}: its next row waits for something "
                           "only later rows provide (a barrier arrival; an order from another configuration?)")
@@ -48,9 +52,6 @@ def run(inp: EngineInput) -> Result:
     if outcome == RUN_REPLAY_NOT_RESIDENT:
         raise EngineError(f"{kernel}: replay order infeasible at cycle {cycles}: it names a row whose warp is not "
                           "resident yet (an order from another configuration?)")
-    if outcome == RUN_TOO_MANY_REGS:
-        raise EngineError(f"{kernel}: an instruction lists more than {X_DST - X_SRC} source or {X_NWAW - X_DST} "
-                          "destination registers")
     assert outcome == RUN_DONE, outcome
     stall, pcc, sm_end, order_out, timeline = out.stall, out.pcc, out.sm_end, out.order_out, out.timeline
     meta = dict(inp.meta)
