@@ -22,6 +22,7 @@ RUN_DEADLOCK = 1              # warps wait forever (a barrier not every warp rea
                               # whose next row waits for what only later rows provide)
 RUN_BLOCK_TOO_BIG = 2         # a block does not fit in the SM's warp slots
 RUN_REPLAY_NOT_RESIDENT = 3   # the replay order names a row whose warp is not resident then
+RUN_PAUSED = 4                # the step budget ran out: the state is kept, the run resumes from it
 
 # stall causes: every simulated cycle gets exactly one
 ISSUE = 0          # at least one instruction issued in this cycle

@@ -36,14 +36,16 @@ Channel skew removed (``channel_skew`` switch off): each DRAM transaction still 
 ``balance_scale`` (``min(1, mean_load / load[c])``): a hot channel serves as if it carried only the
 average load. Service times only shrink, so the replay stays monotone for this switch too.
 
-Reading order. :func:`simulate` allocates the run's :class:`~teg.engine.state.State`, launches
-the first blocks and runs :func:`_advance`, the loop, until the run ends. Each step
-visits the SMs with a scheduler due (:func:`_visit_sm`); each such scheduler picks a warp
-(:func:`_pick_warp`; in a replay :func:`_replay_gate`) or sleeps until one may issue, and an issue
-(:func:`_issue`) computes the result time (:func:`_result_time`, the global path in
-:mod:`teg.engine.memsys`), writes the scoreboard (:mod:`teg.engine.scoreboard`), arrives at a
-barrier (:func:`_arrive_at_barrier`), advances or retires the warp (:func:`_advance_or_retire`)
-and sets the scheduler's next wake-up (:func:`_next_wake`). The run ends with :func:`_tail`.
+Reading order. :func:`new_state` allocates the run's :class:`~teg.engine.state.State`;
+:func:`simulate` launches the first blocks (:func:`_launch_first`) and runs the loop until the run
+ends or its step budget is spent (``RUN_PAUSED``: called again with the same state, it goes on bit
+for bit as if it had not stopped). Each step visits the SMs with a scheduler due (:func:`_visit_sm`);
+each such scheduler picks a warp (:func:`_pick_warp`; in a replay :func:`_replay_gate`) or sleeps
+until one may issue, and an issue (:func:`_issue`) computes the result time
+(:func:`_result_time`, the global path in :mod:`teg.engine.memsys`), writes the scoreboard
+(:mod:`teg.engine.scoreboard`), arrives at a barrier (:func:`_arrive_at_barrier`), advances or
+retires the warp (:func:`_advance_or_retire`) and sets the scheduler's next wake-up
+(:func:`_next_wake`). The run ends with :func:`_tail`.
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ from numba import njit
 from teg.engine import fetch, jitlib, memsys, records, schedulers, scoreboard, state, static as static_tables
 from teg.engine.codes import (BANK_CONFLICT, C_EVALS, C_INSTR, C_SH_ACC, C_SH_WAVE, C_SH_WMIN, C_STEPS, ISSUE,
                               MEM_GLOBAL, MEM_SHARED, NO_WARP, NUM_CAUSES, POLICY_GTO, POLICY_LRR, RUN_BLOCK_TOO_BIG,
-                              RUN_DEADLOCK, RUN_DONE, RUN_REPLAY_NOT_RESIDENT, SAME_WARP, SCHEDULER)
+                              RUN_DEADLOCK, RUN_DONE, RUN_PAUSED, RUN_REPLAY_NOT_RESIDENT, SAME_WARP, SCHEDULER)
 from teg.engine.fetch import fetch_checks, new_fetch
 from teg.engine.jitlib import (INF, cold, fixed_dim, helper, hot, max2, min2, nonneg, pow2_at_least, prefetch,
                                tree_first_le)
@@ -66,7 +68,7 @@ from teg.engine.records import NTL, NTX, PC_STALL, REC_PCS, record_issue
 from teg.engine.schedulers import (charge, earliest_copy, launch_blocks, ready_of, release, replay_next, sm_wake,
                                    waited_on)
 from teg.engine.scoreboard import compute_tdep, write_results
-from teg.engine.state import (NUM_POS, POS_FINISHED, POS_RP_G, POS_RP_PTR, POS_RP_SLOT, POS_SPSM, SCF_FREE,
+from teg.engine.state import (NUM_POS, POS_FINISHED, POS_RP_G, POS_RP_PTR, POS_RP_SLOT, POS_SPSM, POS_STARTED, SCF_FREE,
                               SCF_NEXT, SCF_SPLIT, SCI_C1, SCI_C2, SCI_GREEDY, SCI_RR, SLF_BAR, SLF_SAME, SLF_SINCE,
                               SLF_SPLIT, SLI_AGE, SLI_BLOCK, SLI_C1, SLI_C2, SLI_CTX, SLI_END, SLI_G, SLI_GMEM,
                               SLI_K, SLI_ROW, SLI_SAMEC, SLI_SIDX, SLI_UOFF, SLI_YIELD, State, fixed_widths,
@@ -101,12 +103,24 @@ Config = namedtuple("Config", ("n_sms", "S", "spsm", "L", "C", "resident", "poli
 
 
 @njit(cache=True, error_model="numpy")
-def simulate(static, rows, grid, sc, order_in, out):
-    """Run the timing model on the lowered kernel (:class:`~teg.engine.lowered.StaticTable`,
-    :class:`~teg.engine.lowered.RowTable`, :class:`~teg.engine.lowered.Grid`,
-    :class:`~teg.engine.scalars.Scalars`); fills the :class:`Outputs` ``out`` and returns
+def new_state(static, rows, grid, sc, out, replay):
+    """The run's :class:`~teg.engine.state.State` (:func:`_new_state`), for :func:`simulate`: the
+    static tables packed with the run's switches, every table empty, no block launched
+    (``replay``: the run follows a replay order); ``out`` gets each SM's end and block count
+    zeroed. The loop's other entry, so that the loop itself is compiled once, in :func:`simulate`
+    (numba optimizes inlined code again in every entry that holds it)."""
+    return _new_state(static, rows, grid, sc, out, replay)
+
+
+@njit(cache=True, error_model="numpy")
+def simulate(rows, grid, sc, order_in, out, sim, stop_at):
+    """Run the timing model on the lowered kernel (:class:`~teg.engine.lowered.RowTable`,
+    :class:`~teg.engine.lowered.Grid`, :class:`~teg.engine.scalars.Scalars`; the static table is
+    packed in the state) from the state ``sim`` (:func:`new_state`), until the run ends or
+    ``out.counters[C_STEPS]`` reaches ``stop_at``; fills the :class:`Outputs` ``out`` and returns
     ``(outcome, cycles)``: the outcome a ``RUN_*`` code of :mod:`teg.engine.codes`, the kernel's
-    cycles (``RUN_DONE``) or the cycle reached.
+    cycles (``RUN_DONE``) or the cycle reached. After ``RUN_PAUSED``, a call with the same
+    arguments and a later ``stop_at`` goes on bit for bit as if the run had not stopped.
 
     ``out.stall`` receives the stall cycles by cause, ``out.pc_count`` / ``out.pc_wait`` each
     static instruction's executions and waits before issue, ``out.counters`` the counters
@@ -119,103 +133,11 @@ def simulate(static, rows, grid, sc, order_in, out):
     With ``sc.records`` bits (:mod:`teg.engine.records`): ``REC_ROWS`` fills ``out.timeline`` (a row
     per dynamic row) and ``out.tx_rec`` (a row per transaction); ``REC_PCS`` fills ``out.pcc`` (the
     waits before issue and the charged stall cycles per static instruction)."""
-    sim = _new_state(static, rows, grid, sc, out, order_in.shape[0] > 0)
-    outcome = _launch_first(grid, rows, sc, order_in, out, sim)
-    if outcome != RUN_DONE:
-        return outcome, np.int64(0)
-    return _advance(rows, grid, sc, order_in, out, sim)
-
-
-# numba keys a cached entry by its own file only; the code of these modules is compiled into it
-stamp_sources(simulate, (fetch, jitlib, memsys, records, schedulers, scoreboard, state, static_tables, cache_model,
-                         channels, jit))
-
-
-# ---------------------------------------------------------------------------------------- set-up
-
-@helper
-def _new_state(static, rows, grid, sc, out, replay):
-    """The run's :class:`~teg.engine.state.State`: the static tables packed with the run's switches,
-    every table empty, no block launched (``replay``: the run follows a replay order); ``out``
-    gets each SM's end and block count zeroed."""
-    n_sms = sc.sms
-    S = sc.schedulers
-    spsm = slots_per_sm(sc, grid.b_ctx_start, grid.sm_blocks_start)
-    G = n_sms * S
-    L = (spsm + S - 1) // S
-    U = static.u_occ.shape[0]
-    maxc, nreg = table_sizes(static)
-    mc = mem_config(sc)
-    issue_interval = sc.issue_interval
-    sx, sf = pack_static(static, fetch_checks(static.s_iline, rows.r_sidx, grid.c_start, grid.c_end,
-                                              sc.instruction_fetch),
-                         sc.depmodel, mc.pipe_limited, issue_interval <= 1.0, issue_interval, sc.same_warp_penalty,
-                         sc.barriers, sc.rbar_latency)
-    has_bar, has_async = kernel_uses(static, sc.barriers)
-    pos = np.zeros(NUM_POS, np.int64)
-    pos[POS_RP_SLOT] = -1
-    pos[POS_RP_G] = -1
-    pos[POS_SPSM] = spsm
-    return State(new_warps(n_sms, spsm, S, nreg, has_async), new_scheds(G, L),
-                 Static(sx, sf, has_bar, sc.dependencies, has_async, S, U),
-                 new_fetch(static.s_iline, static.s_cline, n_sms, sc),
-                 new_launch(n_sms, grid.c_start.shape[0], grid.b_ctx_start, grid.sm_blocks_start, out.sm_end),
-                 new_memory(mc, n_sms, rows.tx_chan, grid.sm_part),
-                 np.zeros((n_sms * S * U, maxc), np.float64),       # unit copies' free times, a row per (group, unit)
-                 np.full(2 * pow2_at_least(n_sms), INF, np.float64),  # min-tree over the SMs' wake-ups
-                 new_tally(n_sms), index_maps(n_sms, S, mc.spp),
-                 row_contexts(grid.c_start, grid.c_end, rows.r_sidx.shape[0] if replay else 0),
-                 np.zeros(G, np.bool_),      # a scheduler waits for the replay order (its wake-up is no bound)
-                 pos)
-
-
-@hot
-def _config(sc, sim, grid, order_in, out):
-    """The loop's :data:`Config` for this call."""
-    n_sms = sc.sms
-    S = nonneg(sc.schedulers)
-    spsm = sim.pos[POS_SPSM]
-    mc = mem_config(sc)
-    attrib = (sc.records & REC_PCS) != 0
-    return Config(n_sms, S, spsm, (spsm + S - 1) // S, grid.c_start.shape[0], sc.resident, sc.policy,
-                  sc.bank_conflicts, sc.dependencies, sc.unit_throughput, sc.barriers, sim.static.has_bar,
-                  sim.static.has_async, attrib, mc.record or attrib, out.order_out.shape[0] > 0,
-                  order_in.shape[0] > 0, order_in.shape[0], sc.deal, sc.wavefront_cycles,
-                  sc.block_launch_latency if sc.block_launch else 1.0, grid.sm_blocks_start[n_sms],
-                  (sim.tree.shape[0] // 2), out.pcc.shape[1] - 1, mc)
-
-
-@helper
-def _launch_first(grid, rows, sc, order_in, out, sim):
-    """The first blocks: each SM takes blocks until its resident limit; dealt dynamically, the SMs
-    take one block each in turn (breadth-first), so a grid smaller than a full wave spreads over
-    all SMs. With a replay, the order's first event is made the one that may issue."""
-    cf = _config(sc, sim, grid, order_in, out)
-    w, sd, st, fe, ln = sim.warps, sim.scheds, sim.static, sim.fetch, sim.launch
-    per_turn = 1 if cf.deal else cf.resident
-    more = True
-    while more:
-        before = ln.q_next[0]
-        for sm in range(cf.n_sms):
-            if launch_blocks(w, sd, st, fe, ln, grid, rows.r_sidx, out.sm_end, out.counters, sm, 0.0, per_turn,
-                             cf.resident, cf.deal, cf.q_end, cf.spsm) != RUN_DONE:
-                return RUN_BLOCK_TOO_BIG
-        more = cf.deal and ln.q_next[0] > before
-    for sm in range(cf.n_sms):
-        sm_wake(sd.scf, sim.tree, cf.leaves, cf.S, sm)
-    if cf.replay:
-        return _replay_advance(order_in, sim, cf, 0.0, np.int64(0))
-    return RUN_DONE
-
-
-# -------------------------------------------------------------------------------------- the loop
-
-@hot
-def _advance(rows, grid, sc, order_in, out, sim):
-    """The event-skipping loop from the state ``sim``: a step per cycle at which some scheduler may
-    issue, until every warp has retired (``RUN_DONE`` and the kernel's cycles, :func:`_tail`) or
-    the run cannot go on (``RUN_DEADLOCK``: no scheduler will ever wake; ``RUN_BLOCK_TOO_BIG``,
-    ``RUN_REPLAY_NOT_RESIDENT``). No reference counting: every array is the caller's."""
+    if sim.pos[POS_STARTED] == 0:
+        sim.pos[POS_STARTED] = 1
+        outcome = _launch_first(grid, rows, sc, order_in, out, sim)
+        if outcome != RUN_DONE:
+            return outcome, np.int64(0)
     cf = _config(sc, sim, grid, order_in, out)
     fixed_widths(sim)
     fixed_dim(out.sm_end, 1, 2)
@@ -226,9 +148,9 @@ def _advance(rows, grid, sc, order_in, out, sim):
     counters = out.counters
     sd = sim.scheds
     scf = sd.scf
-    t = 0.0
+    t = sim.clock[0]
     # the event-skipping loop: one step per cycle at which some scheduler may issue
-    while True:
+    while counters[C_STEPS] < stop_at:
         counters[C_STEPS] += 1
         # cycle t: the schedulers whose wake-up has come try to issue — the SMs in index order, as
         # the min-tree names them (an SM's entry is refreshed when it is left), within an SM one
@@ -282,8 +204,94 @@ def _advance(rows, grid, sc, order_in, out, sim):
         if tn < t + 1.0:
             tn = t + 1.0
         t = tn
+    sim.clock[0] = t
+    return RUN_PAUSED, np.int64(t)
 
 
+# numba keys a cached entry by its own file only; the code of these modules is compiled into it
+for _entry in (new_state, simulate):
+    stamp_sources(_entry, (fetch, jitlib, memsys, records, schedulers, scoreboard, state, static_tables, cache_model,
+                           channels, jit))
+
+
+# ---------------------------------------------------------------------------------------- set-up
+
+@helper
+def _new_state(static, rows, grid, sc, out, replay):
+    """The run's :class:`~teg.engine.state.State`: the static tables packed with the run's switches,
+    every table empty, no block launched (``replay``: the run follows a replay order); ``out``
+    gets each SM's end and block count zeroed."""
+    n_sms = sc.sms
+    S = sc.schedulers
+    spsm = slots_per_sm(sc, grid.b_ctx_start, grid.sm_blocks_start)
+    G = n_sms * S
+    L = (spsm + S - 1) // S
+    U = static.u_occ.shape[0]
+    maxc, nreg = table_sizes(static)
+    mc = mem_config(sc)
+    issue_interval = sc.issue_interval
+    sx, sf = pack_static(static, fetch_checks(static.s_iline, rows.r_sidx, grid.c_start, grid.c_end,
+                                              sc.instruction_fetch),
+                         sc.depmodel, mc.pipe_limited, issue_interval <= 1.0, issue_interval, sc.same_warp_penalty,
+                         sc.barriers, sc.rbar_latency)
+    has_bar, has_async = kernel_uses(static, sc.barriers)
+    pos = np.zeros(NUM_POS, np.int64)
+    pos[POS_RP_SLOT] = -1
+    pos[POS_RP_G] = -1
+    pos[POS_SPSM] = spsm
+    return State(new_warps(n_sms, spsm, S, nreg, has_async), new_scheds(G, L),
+                 Static(sx, sf, has_bar, sc.dependencies, has_async, S, U),
+                 new_fetch(static.s_iline, static.s_cline, n_sms, sc),
+                 new_launch(n_sms, grid.c_start.shape[0], grid.b_ctx_start, grid.sm_blocks_start, out.sm_end),
+                 new_memory(mc, n_sms, rows.tx_chan, grid.sm_part),
+                 np.zeros((n_sms * S * U, maxc), np.float64),       # unit copies' free times, a row per (group, unit)
+                 np.full(2 * pow2_at_least(n_sms), INF, np.float64),  # min-tree over the SMs' wake-ups
+                 new_tally(n_sms), index_maps(n_sms, S, mc.spp),
+                 row_contexts(grid.c_start, grid.c_end, rows.r_sidx.shape[0] if replay else 0),
+                 np.zeros(G, np.bool_),      # a scheduler waits for the replay order (its wake-up is no bound)
+                 pos, np.zeros(1, np.float64))
+
+
+@hot
+def _config(sc, sim, grid, order_in, out):
+    """The loop's :data:`Config` for this call."""
+    n_sms = sc.sms
+    S = nonneg(sc.schedulers)
+    spsm = sim.pos[POS_SPSM]
+    mc = mem_config(sc)
+    attrib = (sc.records & REC_PCS) != 0
+    return Config(n_sms, S, spsm, (spsm + S - 1) // S, grid.c_start.shape[0], sc.resident, sc.policy,
+                  sc.bank_conflicts, sc.dependencies, sc.unit_throughput, sc.barriers, sim.static.has_bar,
+                  sim.static.has_async, attrib, mc.record or attrib, out.order_out.shape[0] > 0,
+                  order_in.shape[0] > 0, order_in.shape[0], sc.deal, sc.wavefront_cycles,
+                  sc.block_launch_latency if sc.block_launch else 1.0, grid.sm_blocks_start[n_sms],
+                  (sim.tree.shape[0] // 2), out.pcc.shape[1] - 1, mc)
+
+
+@helper
+def _launch_first(grid, rows, sc, order_in, out, sim):
+    """The first blocks: each SM takes blocks until its resident limit; dealt dynamically, the SMs
+    take one block each in turn (breadth-first), so a grid smaller than a full wave spreads over
+    all SMs. With a replay, the order's first event is made the one that may issue."""
+    cf = _config(sc, sim, grid, order_in, out)
+    w, sd, st, fe, ln = sim.warps, sim.scheds, sim.static, sim.fetch, sim.launch
+    per_turn = 1 if cf.deal else cf.resident
+    more = True
+    while more:
+        before = ln.q_next[0]
+        for sm in range(cf.n_sms):
+            if launch_blocks(w, sd, st, fe, ln, grid, rows.r_sidx, out.sm_end, out.counters, sm, 0.0, per_turn,
+                             cf.resident, cf.deal, cf.q_end, cf.spsm) != RUN_DONE:
+                return RUN_BLOCK_TOO_BIG
+        more = cf.deal and ln.q_next[0] > before
+    for sm in range(cf.n_sms):
+        sm_wake(sd.scf, sim.tree, cf.leaves, cf.S, sm)
+    if cf.replay:
+        return _replay_advance(order_in, sim, cf, 0.0, np.int64(0))
+    return RUN_DONE
+
+
+# -------------------------------------------------------------------------------------- the loop
 
 # ------------------------------------------------------------------------ the phases of a step
 

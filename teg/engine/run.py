@@ -1,17 +1,46 @@
-"""``run(EngineInput) -> Result``: allocate the outputs, call the jitted loop, wrap the outcome."""
+"""``run(EngineInput) -> Result``: allocate the outputs, run the jitted loop, wrap the outcome.
+
+The loop runs in slices: it pauses (``RUN_PAUSED``, its state kept) after a budget of steps and is
+called again from Python, which is where a ``KeyboardInterrupt`` (Ctrl-C) can surface — numba's
+compiled code never looks at signals, so a run of many seconds would otherwise ignore it. A step
+issues at most one instruction per scheduler (and per warp); the first slice is
+:data:`FIRST_ISSUES` // min(SMs × schedulers, warps) steps (a run that fits in it is one call of
+the loop), and each later slice is sized from the time the previous one took to last about
+:data:`SLICE_SECONDS` (at most four times the previous one's steps). Pausing changes nothing in
+the results. The state (:func:`teg.engine.core.new_state`) crosses into Python once per run and
+back into the loop at each call (about 40 µs each way).
+
+SIGINT is held back (``pthread_sigmask``) while a jitted call runs: numba's compiled wrapper boxes
+the run's state, named tuples, with their Python constructor, and an interrupt raised inside it
+crashes the process (a segmentation fault, seen on every Ctrl-C before this); released after the
+call, the signal raises ``KeyboardInterrupt`` in :func:`_run_sliced`.
+"""
 
 from __future__ import annotations
+
+import signal
+import time
+from contextlib import contextmanager
 
 import numpy as np
 
 from teg import TegError
-from teg.engine.codes import (CAUSE_NAMES, COUNTER_NAMES, NO_WARP, NUM_CAUSES, RUN_BLOCK_TOO_BIG, RUN_DEADLOCK,
-                              RUN_DONE, RUN_REPLAY_NOT_RESIDENT)
-from teg.engine.core import Outputs, simulate
+from teg.engine.codes import (C_STEPS, CAUSE_NAMES, COUNTER_NAMES, NO_WARP, NUM_CAUSES, RUN_BLOCK_TOO_BIG,
+                              RUN_DEADLOCK, RUN_DONE, RUN_PAUSED, RUN_REPLAY_NOT_RESIDENT)
+from teg.engine.core import Outputs, new_state, simulate
 from teg.engine.lowered import EngineInput
 from teg.engine.records import NTL, NTX, PC_STALL, REC_PCS, REC_ROWS, TL_ISSUE
 from teg.engine.result import Result, make_result
 from teg.engine.static import X_DST, X_NWAW, X_SRC
+
+
+FIRST_ISSUES = 1 << 17
+SLICE_SECONDS = 0.1
+try:    # the C function itself (signal.pthread_sigmask converts its result to enums: 8 us a pair of calls, not 1.5)
+    from _signal import pthread_sigmask as _sigmask
+except ImportError:     # a platform without it
+    _sigmask = None
+_SIGINT = {signal.SIGINT}
 
 
 class EngineError(TegError):
@@ -40,7 +69,7 @@ def run(inp: EngineInput) -> Result:
         raise EngineError(f"{kernel}: an instruction lists more than {X_DST - X_SRC} source or {X_NWAW - X_DST} "
                           "destination registers")
     order_in = _checked_order(inp)
-    outcome, cycles = simulate(inp.static, inp.rows, inp.grid, sc, order_in, out)
+    outcome, cycles = _run_sliced(inp, order_in, out)
     if outcome == RUN_DEADLOCK and order_in.shape[0]:
         raise EngineError(f"{kernel}: replay order infeasible at cycle {cycles}: its next row waits for something "
                           "only later rows provide (a barrier arrival; an order from another configuration?)")
@@ -72,6 +101,41 @@ def run(inp: EngineInput) -> Result:
                        order_out if order_out.shape[0] else None,
                        row_record=timeline if record else None, tx_record=out.tx_rec if record else None,
                        pc_causes=pcc if attrib else None)
+
+
+def _run_sliced(inp: EngineInput, order_in: np.ndarray, out: Outputs) -> tuple[int, int]:
+    """The loop's outcome and cycles, run a slice of steps at a time (module docstring)."""
+    sc = inp.scalars
+    steps = max(1, FIRST_ISSUES // min(sc.sms * sc.schedulers, inp.grid.c_start.shape[0]))
+    began = time.perf_counter()
+    with _interrupts_held():
+        sim = new_state(inp.static, inp.rows, inp.grid, sc, out, order_in.shape[0] > 0)
+        outcome, cycles = simulate(inp.rows, inp.grid, sc, order_in, out, sim, steps)
+    while outcome == RUN_PAUSED:
+        now = time.perf_counter()
+        steps = max(1, min(4 * steps, int(steps * SLICE_SECONDS / max(now - began, 1e-6))))
+        began = now
+        with _interrupts_held():
+            outcome, cycles = _resume(inp.rows, inp.grid, sc, order_in, out, sim, out.counters[C_STEPS] + steps)
+    return outcome, cycles
+
+
+def _resume(*args):
+    """:func:`simulate` again after a pause (a name of its own: tests count resumptions)."""
+    return simulate(*args)
+
+
+@contextmanager
+def _interrupts_held():
+    """SIGINT held back in this thread for the duration (where the platform can), delivered after."""
+    if _sigmask is None:
+        yield
+        return
+    old = _sigmask(signal.SIG_BLOCK, _SIGINT)
+    try:
+        yield
+    finally:
+        _sigmask(signal.SIG_SETMASK, old)
 
 
 def add_kernel_launch(inp: EngineInput, cycles: int, stall: np.ndarray, pcc: np.ndarray, n_sms: int,

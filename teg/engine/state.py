@@ -1,5 +1,6 @@
 """The loop's state: per warp slot (:class:`Warps`), per scheduler (:class:`Scheds`), the block
-launch state (:class:`Launch`) and the whole of it (:class:`State`). Column layouts are the ``SLF_*`` / ``SLI_*`` /
+launch state (:class:`Launch`) and the whole of it (:class:`State`), which outlives one call of the
+loop: a paused run (``RUN_PAUSED``) goes on from it. Column layouts are the ``SLF_*`` / ``SLI_*`` /
 ``SCF_*`` / ``SCI_*`` / ``RS_*`` / ``RC_*`` constants; the ``new_*`` functions allocate empty tables.
 
 The state lives in a few packed tables rather than one array per field (fewer live array
@@ -65,16 +66,17 @@ Tally = namedtuple("Tally", ("sm_t", "sm_kf", "sm_kc", "sm_ks"))
 # Fixed index maps: each scheduler's SM and index in it, each SM's memory pipeline.
 Maps = namedtuple("Maps", ("g_sm", "g_sch", "sm_pipe"))
 
-# Everything the loop keeps of a run: the tables above, the packed static
+# Everything a run keeps between two calls of the loop: the tables above, the packed static
 # tables (teg.engine.static.Static), the instruction and constant caches (teg.engine.fetch.Fetch),
 # the memory system (teg.engine.memsys.Memory), the unit copies' free times ``uf[group * U + u,
 # copy]``, the min-tree over the SMs' wake-ups, the replay's row contexts and parked schedulers,
-# and the loop's position ``pos[POS_*]``.
+# and the loop's position: ``clock[0]`` the cycle, ``pos[POS_*]``.
 State = namedtuple("State", ("warps", "scheds", "static", "fetch", "launch", "memory", "uf", "tree", "tally", "maps",
-                             "r_ctx", "parked", "pos"))
-# ``pos``: warps finished, the replay order's next event, its slot and scheduler, warp slots per SM
-POS_FINISHED, POS_RP_PTR, POS_RP_SLOT, POS_RP_G, POS_SPSM = range(5)
-NUM_POS = 5
+                             "r_ctx", "parked", "pos", "clock"))
+# ``pos``: warps finished, the replay order's next event, its slot and scheduler, warp slots per
+# SM, whether the first blocks are launched
+POS_FINISHED, POS_RP_PTR, POS_RP_SLOT, POS_RP_G, POS_SPSM, POS_STARTED = range(6)
+NUM_POS = 6
 
 
 @hot
