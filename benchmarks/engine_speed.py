@@ -133,7 +133,9 @@ def main() -> None:
         whole_gpu(args)
         return
 
-    from teg.engine import Options, lower, make_input, run
+    from teg.engine import Options, lower, run
+
+    from teg.engine.handmade import make_input
     from teg.machine import load
 
     t0 = time.perf_counter()

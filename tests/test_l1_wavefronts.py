@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from teg.engine import Options, lower, make_input, run
+from teg.engine import Options, lower, run
+
+from teg.engine.handmade import make_input
 from teg.engine.codes import DEP_BASE, DEP_GLOBAL, MEM_GLOBAL, UNIT_CLASSES
 from teg.machine import load as load_machine
 from teg.memory.coalesce import line_wavefronts
@@ -82,9 +84,9 @@ def test_lowering_counts_an_uncoalesced_loads_wavefronts():
     m = load_machine("sm_70")
     assert m.memory.l1.index == "xor" and m.memory.l2.index == "xor"
     inp = _strided_trace_input(m)
-    g = inp.s_mem[inp.r_sidx] == MEM_GLOBAL
-    assert set(inp.r_wave[g].tolist()) == {32}
-    assert set(inp.r_wave_min[g].tolist()) == {1}
+    g = inp.static.s_mem[inp.rows.r_sidx] == MEM_GLOBAL
+    assert set(inp.rows.r_wave[g].tolist()) == {32}
+    assert set(inp.rows.r_wave_min[g].tolist()) == {1}
 
 
 def _strided_trace_input(m, sms=1):
