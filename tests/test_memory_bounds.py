@@ -84,7 +84,7 @@ def test_timeline_records_that_would_not_fit_are_refused(big, monkeypatch):
 
     f = load_inputs(sass=SASS, trace=big, machine="sm_90")
     inp = lower(f.program, f.kernel_trace, f.machine, Options(sms=8))
-    need = inp.num_rows * TIMELINE_ROW_BYTES + inp.tx_addr.shape[0] * TIMELINE_TX_BYTES
+    need = inp.num_rows * TIMELINE_ROW_BYTES + inp.rows.tx_addr.shape[0] * TIMELINE_TX_BYTES
     monkeypatch.setenv("TEG_MEMORY_LIMIT", str(need - 1))
     with pytest.raises(MemoryBudgetError, match=r"timeline: recording [\d,]+ warp instructions needs about .* more "
                                                 r"than the .* \(TEG_MEMORY_LIMIT=\d+\); sample fewer SMs with --sms N"):

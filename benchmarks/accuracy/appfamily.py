@@ -279,9 +279,10 @@ class EstimateSink(_row_sink_base()):
     def sms(self) -> int:
         return self.ladder[self.step]
 
-    def add(self, rw, ri, rm, rna, addrs) -> None:
-        from teg.emu.launch import expand_rows
-        rows, n_addr, addresses = expand_rows(self.compiled, self.info, rw, ri, rm, rna, addrs)
+    def accept(self, expanded: tuple) -> None:
+        """Count every row of these whole blocks and keep those of the sampled SMs' blocks (the
+        emulator hands them over expanded, from one thread or several)."""
+        rows, n_addr, addresses = expanded
         n = len(rows["warp"])
         self.rows += n
         k = self.kind[rows["opcode"]]
@@ -313,7 +314,7 @@ class EstimateSink(_row_sink_base()):
             self.kept += len(rows["warp"])
 
     def take(self, rows, n_addr, addresses) -> None:        # add() does the work
-        raise AssertionError("EstimateSink.add keeps the rows itself")
+        raise AssertionError("EstimateSink.accept keeps the rows itself")
 
     def kernel_trace(self):
         """The kept rows as a :class:`teg.trace.KernelTrace`: every warp of the launch is listed

@@ -210,7 +210,7 @@ def check_timeline_size(inp: EngineInput, window: Window, max_events: int = MAX_
     memory per row and transaction (:mod:`teg.hostmem`)."""
     from teg.hostmem import TIMELINE_ROW_BYTES, TIMELINE_TX_BYTES, require
 
-    n, m = inp.num_rows, int(inp.tx_addr.shape[0])
+    n, m = inp.num_rows, int(inp.rows.tx_addr.shape[0])
     if window.start <= 0 and window.end is None and 2 * n > max_events:
         raise TimelineError(f"timeline: the run issues {n:,} warp instructions, at least {2 * n:,} events, more than "
                             f"the {max_events:,} a timeline may hold; narrow it with --timeline-cycles A:B "
