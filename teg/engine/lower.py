@@ -604,7 +604,8 @@ def lower(program, kernel_trace, machine: Machine, options: Options | None = Non
         # the whole GPU: one L2 per partition (near/far, each SM with a near one) and its slices'
         # bandwidth; sampled SMs or a sweep: their share of one L2, no partitions or slice limits
         parts = gm.l2_partitions if whole_gpu else 1
-        l2_size = max(int(gm.l2.size_bytes * share / parts), gm.l2.line_bytes)
+        l2_frac = share if options.l2_share is None else float(options.l2_share)
+        l2_size = max(int(gm.l2.size_bytes * l2_frac / parts), gm.l2.line_bytes)
         ipar[I_L2_SETS:I_L2_SETS + 4] = cache_geometry(l2_size, gm.l2.line_bytes, gm.l2.sector_bytes, gm.l2.assoc)
         ipar[I_L2_HASH] = int(gm.l2.index == "xor")
         fpar[F_L2_LAT] = gm.l2.latency
