@@ -121,20 +121,19 @@ def test_tag_bank_wavefronts_by_hand():
     assert w.tolist() == [1, 32, 8, 2, 1, 0]
 
 
-def _lanes_trace_input(m, stride, options=None, opcode="LDG.E"):
-    """One warp, one ``LDG.E`` (or ``opcode``) whose lane l reads (writes) byte ``stride * l`` of a
-    buffer (a trace with addresses), lowered on one SM."""
+def _lanes_trace_input(m, stride, options=None):
+    """One warp, one ``LDG.E`` whose lane l reads byte ``stride * l`` of a buffer (a trace with
+    addresses), lowered on one SM."""
     from teg.trace import KernelInfo, KernelTrace
     from teg.trace.model import MAX_TRACE_DST, MAX_TRACE_SRC
 
     dst = np.full((1, MAX_TRACE_DST), -1, np.int16)
-    if opcode.startswith("LD"):
-        dst[0, 0] = 4
+    dst[0, 0] = 4
     src = np.full((1, MAX_TRACE_SRC), -1, np.int16)
     src[0, 0] = 2
     kt = KernelTrace(
         info=KernelInfo(name="lanes", grid=(1, 1, 1), block=(32, 1, 1), binary_version=70),
-        opcodes=[opcode], warp=np.zeros(1, np.int32), block=np.zeros(1, np.int32), pc=np.zeros(1, np.int64),
+        opcodes=["LDG.E"], warp=np.zeros(1, np.int32), block=np.zeros(1, np.int32), pc=np.zeros(1, np.int64),
         opcode=np.zeros(1, np.int32), mask=np.full(1, 0xFFFFFFFF, np.uint32), dst=dst, src=src,
         mem_width=np.full(1, 4, np.int16), imm=np.zeros(1, np.int64), addr_start=np.array([0, 32], np.int64),
         addresses=np.arange(32, dtype=np.uint64) * np.uint64(stride) + np.uint64(0x100000),
@@ -178,61 +177,3 @@ def test_an_8_wavefront_access_holds_the_memory_pipe_8_cycles():
     assert r.timeline.tolist() == [0, 35, 8, 43]
     assert r.cycles == 44
     assert run(inp({"coalescing": False})).cycles <= r.cycles
-
-
-# ---- stores through the L1's write-through path (memory.l1.store_sector_cycles) ----------------
-
-def test_store_wavefronts_by_hand():
-    """2 cycles per stored sector: a coalesced float store (1 line, 4 sectors, 1 wavefront) takes
-    8; a store of 32 lines 4 kB apart (32 sectors, 32 wavefronts) 64; a load keeps its 8; packed
-    (perfect coalescing) the first store needs 4 sectors -> 8, the second's 128 B 4 sectors -> 8."""
-    from teg.memory.coalesce import store_wavefronts
-    w, wm = store_wavefronts([1, 32, 8], [1, 1, 1], [4, 32, 32], [4, 4, 4], [True, True, False], 2.0)
-    assert w.tolist() == [8, 64, 8]
-    assert wm.tolist() == [8, 8, 1]
-
-
-def test_stores_hold_the_memory_pipe_for_their_sectors():
-    """A loop iteration of PolyBench 3mm for three warps on one scheduler (greedy-then-oldest):
-    each issues a coalesced float store (4 sectors: 8 pipe cycles at 2 per sector), then a load
-    hitting L1 (1 wavefront). Warp 0's store takes the memory pipe at 0 for cycles 0-7, its load
-    issues at 8 (cycle 8), warp 1's store at 9 (9-16), its load at 17, warp 2's store at 18 (18-25),
-    its load at 26. The input has no L2, so a write completes in DRAM: the last store's at
-    18 + 400 = 418, the kernel's end. With one wavefront per store (no store path cost) every
-    instruction issues one cycle after the previous, 0 … 5, and the kernel ends at 4 + 400 = 404:
-    removing the mechanism never adds cycles."""
-    tx_store = [(4096, 32, 0), (4128, 32, 0), (4160, 32, 0), (4192, 32, 0)]
-    tx_load = [(0, 32, 0)]
-
-    def inp(store_wave):
-        return make_input(lat_exec=[0, 0], lat_multi=[1, 1], lat_same=[1, 1], unit=[0, 0], units_occ=(1.0,),
-                          units_count=(1,), units_per_sm=(1,), dst=[[], [5]], src=[[4], []],
-                          mem=[MEM_GLOBAL, MEM_GLOBAL], store=[2, 0], depcause=[DEP_GLOBAL, DEP_GLOBAL],
-                          rows_per_warp=[[0, 1]] * 3, tx=[tx_store, tx_load] * 3,
-                          r_wave=[store_wave, 1] * 3, r_wave_min=[store_wave, 1] * 3, l1=L1,
-                          wavefront_cycles=1.0, switches={"l1_misses": False})
-    slow, fast = run(inp(8)), run(inp(1))
-    assert slow.timeline.tolist() == [0, 8, 9, 17, 18, 26]
-    assert slow.cycles == 418
-    assert fast.timeline.tolist() == [0, 1, 2, 3, 4, 5]
-    assert fast.cycles == 404
-
-
-def test_lowering_charges_a_stores_sectors():
-    """sm_70 (2 cycles per stored sector): a coalesced float store (one line, 4 sectors) gets 8
-    wavefronts, packed 8; a float store whose lanes are 4 kB apart (32 lines, 32 sectors, all in
-    bank 0) 64, packed (128 B = 4 sectors) 8; a load of the same 4 kB pattern keeps 32. A table
-    without the figure charges the store its lines: 1 and 32."""
-    import dataclasses
-    m = load_machine("sm_70")
-    assert m.memory.l1.store_sector_cycles == 2.0
-
-    def lowered(mm, stride, op):
-        inp = _lanes_trace_input(mm, stride, opcode=op)
-        return int(inp.r_wave[0]), int(inp.r_wave_min[0])
-    assert lowered(m, 4, "STG.E") == (8, 8)
-    assert lowered(m, 4096, "STG.E") == (64, 8)
-    assert lowered(m, 4096, "LDG.E")[0] == 32
-    old = dataclasses.replace(m, memory=dataclasses.replace(m.memory, l1=dataclasses.replace(m.memory.l1,
-                                                                                            store_sector_cycles=0.0)))
-    assert lowered(old, 4, "STG.E")[0] == 1 and lowered(old, 4096, "STG.E")[0] == 32

@@ -47,7 +47,7 @@ from teg.machine.model import Machine, OpInfo
 from teg.memory.cache import cache_geometry
 from teg.memory.cachepolicy import bypasses_l1
 from teg.memory.channels import channel_of
-from teg.memory.coalesce import cc13_transactions, line_wavefronts, sector_transactions, store_wavefronts, tag_bank_wavefronts
+from teg.memory.coalesce import cc13_transactions, line_wavefronts, sector_transactions, tag_bank_wavefronts
 from teg.memory.shared import shared_wavefronts
 from teg.sass.effects import ASYNC_COMMIT_OPS, ASYNC_COPY_OPS
 
@@ -548,11 +548,6 @@ def lower(program, kernel_trace, machine: Machine, options: Options | None = Non
                                          gm.l1.line_bytes // gm.l1.sector_bytes)
             g_wave_min = np.minimum(g_wave_min, g_wave)
             del b_wave
-        if gm.l1.store_sector_cycles > 0:
-            # a write-through store's data pass the data stage at store_sector_cycles per sector
-            # (perfect coalescing: per packed sector)
-            g_wave, g_wave_min = store_wavefronts(g_wave, g_wave_min, np.diff(tx_start), tx_min,
-                                                  is_global & (s_store[r_sidx] == 2), gm.l1.store_sector_cycles)
         r_wave[is_global] = g_wave[is_global]
         r_wave_min[is_global] = g_wave_min[is_global]
         del g_wave, g_wave_min

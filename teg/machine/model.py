@@ -83,10 +83,6 @@ class Cache:
     # 0: not modelled, a global access takes one data-stage wavefront per line it touches
     # (docs/model.md §3, "L1 wavefronts of global accesses")
     tags_per_cycle: int = 0
-    # write-through stores (sm_70+): cycles each 32 B sector of a global store's data occupies the
-    # L1's data stage (the SM's memory pipe); 0: a store takes the wavefronts a load of the same
-    # lines would (docs/model.md §3, "Stores through the L1")
-    store_sector_cycles: float = 0.0
 
 
 @dataclass(frozen=True)

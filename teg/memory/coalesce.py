@@ -263,20 +263,3 @@ def tag_bank_wavefronts(lines, sectors, banks, tags_per_cycle, sectors_per_wavef
     lower = np.maximum(np.maximum((lines + t - 1) // t, (np.asarray(sectors, np.int64) + spw - 1) // spw),
                        np.asarray(banks, np.int64))
     return np.where(lines > 0, np.minimum(lines, lower), 0).astype(np.int32)
-
-
-def store_wavefronts(wave, wave_min, sectors, min_sectors, is_store, cycles_per_sector):
-    """Data-stage wavefronts of write-through global stores (docs/model.md §3, "Stores through the
-    L1"): a store row takes at least ``ceil(sectors * cycles_per_sector)`` (its data, sector by
-    sector, into the write-through path), and under perfect coalescing at least
-    ``ceil(min_sectors * cycles_per_sector)``; other rows keep ``wave`` / ``wave_min``. Returns new
-    int32 arrays ``(wave, wave_min)``; ``wave_min <= wave`` still holds."""
-    c = float(cycles_per_sector)
-    st = np.asarray(is_store, bool)
-    w = np.asarray(wave, np.int64).copy()
-    wm = np.asarray(wave_min, np.int64).copy()
-    need = np.ceil(np.asarray(sectors, np.int64) * c).astype(np.int64)
-    need_min = np.ceil(np.asarray(min_sectors, np.int64) * c).astype(np.int64)
-    w[st] = np.maximum(w[st], need[st])
-    wm[st] = np.minimum(np.maximum(wm[st], need_min[st]), w[st])
-    return w.astype(np.int32), wm.astype(np.int32)
