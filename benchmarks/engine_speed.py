@@ -9,7 +9,7 @@ figure). The run is repeated (``--repeat``, default 3; every repeat gives the sa
 the best and median rates are printed: on a machine shared with other tenants the best repeat
 is the one least disturbed. The JIT compile/load time (first call, on a tiny input) is reported
 apart. ``--alu-only`` times the same loop with the LDS and LDG replaced by FFMA (no memory rows),
-the ALU-bound figure the README quotes beside the main one.
+the ALU-bound figure docs/performance.md quotes beside the main one.
 
     python benchmarks/engine_speed.py [--rows 10000000] [--warps 64] [--machine sm_90] [--repeat 3] [--alu-only]
 
@@ -133,7 +133,9 @@ def main() -> None:
         whole_gpu(args)
         return
 
-    from teg.engine import Options, lower, make_input, run
+    from teg.engine import Options, lower, run
+
+    from teg.engine.handmade import make_input
     from teg.machine import load
 
     t0 = time.perf_counter()
@@ -164,7 +166,7 @@ def _write_trace(path: str, rows: int, warps: int, body: list[str]) -> None:
     from teg.trace import Trace, save
 
     kt, _ = synthetic_trace(rows, warps, body)
-    save(Trace(kernels=[kt], source="benchmarks/engine_speed.py"), path)
+    save(Trace(kernels=[kt], source="benchmarks/engine_speed.py"), path, compact=False)    # mapped, not decoded
 
 
 def whole_gpu(args) -> None:

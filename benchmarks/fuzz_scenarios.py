@@ -564,7 +564,7 @@ def big_trace(scratch: Path) -> Path:
         mod = importlib.util.module_from_spec(spec_)
         spec_.loader.exec_module(mod)
         out = scratch / "big.npz"
-        tt.save(mod.repeated_trace(150), out)
+        tt.save(mod.repeated_trace(150), out, compact=False)     # mapped: the capped runs load it in place
         _BIG["p"] = out
     return _BIG["p"]
 

@@ -1,5 +1,8 @@
-"""Peak memory of loading a native trace (``teg.trace.load``: every column memory-mapped and every
-value checked, teg/trace/checks.py) against its length, as a ``.npz`` and as a folder.
+"""Peak memory of loading a native trace (``teg.trace.load``: every column memory-mapped, or a
+compact one decoded frame by frame, and every value checked, teg/trace/checks.py) against its
+length: version 1 (mapped ``.npy`` columns) as a ``.npz`` and as a folder, and version 2 (compact,
+teg/trace/codec.py) as a ``.npz`` — its first load decodes into the trace cache, the next one maps
+what was decoded.
 
 The trace is the bundled example's kernel with its blocks repeated (``--scales``), written with
 teg's own writer. Each load runs in a fresh process that reports its peak resident set size
@@ -7,6 +10,8 @@ teg's own writer. Each load runs in a fresh process that reports its peak reside
 nothing loaded. Memory flat in the trace length means the peak does not grow with the rows.
 
     python3 benchmarks/npz_memory.py                 # 250, 1000 and 4000 copies (0.9, 3.6, 14 M rows)
+
+Uses the disk of the temporary folder: about 2.5x the version-1 size at the largest scale.
 """
 
 from __future__ import annotations
@@ -70,8 +75,12 @@ def repeated_trace(copies: int):
     return tt.Trace(kernels=[big], source="npz_memory")
 
 
-def probe(path: Path | None, what: str) -> dict:
-    out = subprocess.run([sys.executable, "-c", _PROBE, str(path), what], capture_output=True, text=True, check=True)
+def probe(path: Path | None, what: str, cache: Path | None = None) -> dict:
+    import os
+
+    env = dict(os.environ, **({"TEG_CACHE_DIR": str(cache)} if cache else {}))
+    out = subprocess.run([sys.executable, "-c", _PROBE, str(path), what], capture_output=True, text=True, check=True,
+                         env=env)
     return json.loads(out.stdout)
 
 
@@ -85,23 +94,27 @@ def main(argv=None) -> int:
     print(f"process with teg imported: {base['anon_kib'] / 1024:.0f} MiB anonymous, {base['peak_kib'] / 1024:.0f} MiB "
           "peak RSS")
     print("MiB after the load: anonymous (heap) / peak RSS (also counts the mapped file pages the checks read)")
-    print(f"{'rows':>11} {'MB on disk':>10}  {'.npz (teg)':>16} {'s':>5}  {'folder (teg)':>16} {'s':>5}  "
-          f"{'.npz (np.load)':>16} {'s':>5}")
+    print(f"{'rows':>11} {'MB v1':>7} {'MB v2':>6}  {'v1 .npz':>16} {'s':>5}  {'v1 folder':>16} {'s':>5}  "
+          f"{'v2 .npz first':>16} {'s':>5}  {'v2 .npz again':>16} {'s':>5}  {'v1 np.load':>16} {'s':>5}")
     with tempfile.TemporaryDirectory() as d:
+        cache = Path(d) / "cache"
         for copies in (int(x) for x in args.scales.split(",")):
             tr = repeated_trace(copies)
             rows = tr.kernels[0].num_rows
-            npz, folder = Path(d) / f"t{copies}.npz", Path(d) / f"t{copies}"
-            tt.save(tr, npz)
-            tt.save(tr, folder)
+            npz, folder, v2 = Path(d) / f"t{copies}.npz", Path(d) / f"t{copies}", Path(d) / f"t{copies}.v2.npz"
+            tt.save(tr, npz, compact=False)
+            tt.save(tr, folder, compact=False)
+            tt.save(tr, v2)
             del tr
             cells = []
-            for path, what in ((npz, "load"), (folder, "load"), (npz, "numpy")):
-                r = probe(path, what)
+            for path, what in ((npz, "load"), (folder, "load"), (v2, "load"), (v2, "load"), (npz, "numpy")):
+                r = probe(path, what, cache)
                 cells.append(f"{r['anon_kib'] / 1024:>7.0f} / {r['peak_kib'] / 1024:>6.0f} {r['seconds']:>5.2f}")
-            print(f"{rows:>11,} {npz.stat().st_size / 1e6:>10.0f}  " + "  ".join(cells))
+            print(f"{rows:>11,} {npz.stat().st_size / 1e6:>7.0f} {v2.stat().st_size / 1e6:>6.1f}  " + "  ".join(cells))
             npz.unlink()
+            v2.unlink()
             shutil.rmtree(folder)
+            shutil.rmtree(cache, ignore_errors=True)
     return 0
 
 

@@ -12,7 +12,7 @@ a warm one says nothing.
 The line is written only when standard error is a terminal (a person is waiting; scripts and
 tests that read standard error see nothing); ``TEG_COMPILE_NOTICE=1`` asks for it anyway,
 ``TEG_COMPILE_NOTICE=0`` never. The seconds are the cold compile times measured on the
-development machine (README, "Start-up time"); machines differ."""
+development machine (docs/performance.md, "Start-up"); machines differ."""
 
 from __future__ import annotations
 

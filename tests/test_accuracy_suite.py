@@ -27,8 +27,7 @@ def acc():
 
 KERNELS = [("stream", "sm_80", "stream_triad"), ("stream", "sm_90", "stream_read"),
            ("cache", "sm_90", "cache_sum_204"), ("l2cache", "sm_80", "l2_fma"), ("l2cache", "sm_90", "l2_add"),
-           ("latency", "sm_80", "chase"), ("polybench", "sm_75", "conv3d"),
-           ("polybench", "sm_75", "mm3_kernel")]
+           ("latency", "sm_80", "chase")]
 
 
 @pytest.mark.parametrize("kind,arch,kernel", KERNELS)
@@ -160,7 +159,7 @@ def test_cache_kernels(acc, arch):
 
 
 def test_cache_launch_rules(acc):
-    """The steady state by regime (README "cache"): L1-resident sets whole sweeps (at least 2 and 4,
+    """The steady state by regime (benchmarks/accuracy/README.md, "cache"): L1-resident sets whole sweeps (at least 2 and 4,
     about CACHE_LOADS loads); L2-resident ones (up to one partition's share) windows at spread
     phases past the L2's cold fill; larger ones windows from position 0 (the convoy)."""
     l1, l2 = 192 << 10, 40 << 20
@@ -243,9 +242,9 @@ def test_measured_rows_become_points(acc):
         full = acc.BUILDERS[fam](list(acc.GPUS), False)
         assert quick and len(full) >= len(quick)
         assert all(p.measured > 0 and p.gpu in acc.GPUS for p in full)
-    poly = acc.BUILDERS["polybench"](["gv100"], False)
-    assert {p.params["app"] for p in poly} == {"3mm", "bicg", "mvt", "gramschmidt", "3DConvolution"}
-    assert all(p.measured_instructions for p in poly)
+    poly = acc.BUILDERS["polybench"](list(acc.GPUS), False)       # the apps family's PolyBench rows (gv100)
+    assert {p.detail["app"] for p in poly} == {"3mm", "bicg", "mvt", "gramschmidt", "3DConvolution"}
+    assert len(poly) == 110 and {p.gpu for p in poly} == {"gv100"} and all(p.measured_instructions for p in poly)
 
 
 def test_machine_tables_for_measured_gpus(acc):
@@ -256,3 +255,250 @@ def test_machine_tables_for_measured_gpus(acc):
     assert load("a100_80").memory.bandwidth_gbs == 1935
     gv = load("quadro_gv100")
     assert gv.num_sms == 80 and gv.memory.bandwidth_gbs == 870 and gv.memory.l2.size_bytes == 6 * 2 ** 20
+
+
+# ---- the apps family (appfamily.py) ------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def af(acc):
+    import appfamily             # run.py put its folder on sys.path
+    return appfamily
+
+
+def test_apps_manifests_match_the_measured_sets(acc, af):
+    """Every manifest loads; each measured set lists, per program, launches 0 … launches-1 in order
+    (the manifest's count), the launch index the program's own order."""
+    mans = af.manifests()
+    assert len(mans) == 15
+    for gpu in af.SETS:
+        rows = af.measured_rows(gpu, acc.MEASURED, mans)
+        assert len(rows) == 359
+        for name, m in mans.items():
+            got = [r["launch"] for r in rows if r["program"] == name]
+            assert got == list(range(m.launches)), (gpu, name)
+    gv = af.measured_rows("gv100", acc.MEASURED, mans)
+    assert all(set(r["peers"]) == {"Accel-Sim", "HyFiSS", "PPT-GPU"} for r in gv)
+    assert sum(r["peers"]["HyFiSS"] is None for r in gv) == 6        # lud #59, SN_32 #10, 17, 20, 23, 27
+
+
+def test_bad_manifest_is_one_line_naming_the_file(af, tmp_path):
+    (tmp_path / "x.cu").write_text("int main() { return 0; }\n")
+    good = {"app": "x", "suite": "s", "source": "x.cu", "nvcc_flags": [], "args": [], "launches": 1,
+            "inputs": "none", "notes": "none"}
+    import yaml
+    for change, words in ((dict(launches="3"), "'launches' must be a int"), (dict(source="y.cu"), "not found"),
+                          (dict(extra=1), "unknown key"), (dict(args=[1]), "'args' must be a string"),
+                          (dict(request_notes={"a100 3": "why"}), "'request_notes' must map"),
+                          (dict(request_notes={"gv100 x": "why"}), "'request_notes' must map"),
+                          (dict(request_notes=["gv100 0"]), "'request_notes' must map")):
+        path = tmp_path / "x.yaml"
+        path.write_text(yaml.safe_dump({**good, **change}))
+        with pytest.raises(af.ManifestError) as e:
+            af.load_manifest(path)
+        assert str(path) in str(e.value) and words in str(e.value) and "\n" not in str(e.value)
+    path.write_text(yaml.safe_dump(good))
+    assert af.load_manifest(path).launches == 1 and af.load_manifest(path).request_notes == {}
+    path.write_text(yaml.safe_dump({**good, "request_notes": {"gv100 0": "why", "h200 12": "because"}}))
+    assert af.load_manifest(path).request_notes == {"gv100 0": "why", "h200 12": "because"}
+
+
+def test_request_mismatch_says_why(acc):
+    P = acc.Point
+
+    def pt(note):
+        return P("apps", "gv100", "x#0 k", {}, 1000, "cycles", detail={
+            "read_req": 10, "write_req": 2, "global_load_requests": 9, "global_store_requests": 2, "request_note": note})
+    assert acc.requests_note(pt("a reason")) == "R 9 vs 10, W 2 vs 2 (a reason)"
+    assert acc.requests_note(pt(None)) == "R 9 vs 10, W 2 vs 2 (no reason given)"
+    p = pt(None)
+    p.detail["global_load_requests"] = 10
+    assert acc.requests_note(p) == "="
+
+
+def _emulate_with(sink, kernel="stream_triad", blocks=216, threads=64):
+    """stream_triad (one double per thread; checked-in sm_80 cubin) over ``blocks`` x ``threads``,
+    its rows handed to ``sink``; also the same launch's whole trace (``teg.emu.emulate``)."""
+    from teg.emu import emulate, load_kernel
+    from teg.emu.launch import GlobalMemory, execute, pack_params
+    from teg.emu.args import parse_arg
+    from teg.emu.memory import DeviceMemory
+
+    prog, image = load_kernel(SUITE / "kernels" / "stream.sm_80.cubin", kernel)
+    n = blocks * threads
+    args = [f"A=zeros:float64:{n}", f"B=rand:float64:{n}", f"C=rand:float64:{n}", f"n=int64:{n - 5}", "never=0"]
+    whole = emulate(prog, image, blocks, threads, args).kernel_trace
+    parsed = [parse_arg(a, p.size, i) for i, (a, p) in enumerate(zip(args, image.params))]
+    mem = DeviceMemory()
+    addr = {i: mem.alloc(a.name, a.array).address for i, a in enumerate(parsed) if a.array is not None}
+    heap, lo, hi = mem.heap()
+    execute(prog, image, (blocks, 1, 1), (threads, 1, 1), 0, pack_params(image, parsed, addr),
+            GlobalMemory(heap, lo, hi, lambda a: ""), sink, chunk_rows=1 << 10)
+    return prog, whole
+
+
+def test_estimate_sink_keeps_counts_and_samples_sms(af):
+    """Under its budget the sink's trace is the launch's whole trace; over it, the rows of the blocks
+    b with b mod 108 < N, N the largest of 108, 54, 27, 13, 6, 3, 1 that fits (hand-counted from the
+    per-block rows), and the request counts are still those of every row (kernel_summary's)."""
+    from teg.machine import load
+    from teg.trace.summary import kernel_summary
+
+    m = load("sm_80")
+    sink = af.EstimateSink(m, budget=10 ** 9)
+    prog, whole = _emulate_with(sink)
+    kt = sink.kernel_trace()
+    for col in ("warp", "block", "pc", "opcode", "mask", "dst", "src", "mem_width", "imm", "addr_start", "addresses",
+                "warp_start", "warp_block", "block_xyz"):
+        assert np.array_equal(getattr(kt, col), getattr(whole, col)), col
+    summ = kernel_summary(whole, m)
+    assert sink.rows == whole.num_rows and sink.sms == 108
+    assert (sink.requests[1], sink.requests[2], sink.requests[3]) == (
+        summ["global_load_requests"], summ["global_store_requests"], summ["global_atomic_requests"])
+    assert summ["global_load_requests"] == 2 * 432 and summ["global_store_requests"] == 432   # 432 warps, 2 loads + 1 store
+
+    per_block = np.bincount(whole.block, minlength=216)
+    budget = int(per_block[:2].sum() + per_block[108:110].sum() + per_block[216 - 1] // 2)   # N = 1 fits, N = 3 does not
+    for want in (1, 3, 6):
+        fit = lambda n: per_block[np.arange(216) % 108 < n].sum()
+        b = int(fit(want)) if want > 1 else budget
+        sink = af.EstimateSink(m, budget=b)
+        _emulate_with(sink)
+        assert sink.sms == want and not sink.too_large
+        kt = sink.kernel_trace()
+        kept = np.arange(216)[np.arange(216) % 108 < want]
+        rows = np.isin(whole.block, kept)
+        assert kt.num_rows == rows.sum() and np.array_equal(kt.pc, whole.pc[rows])
+        assert np.array_equal(kt.addresses, whole.addresses[np.repeat(rows, np.diff(whole.addr_start))])
+        assert np.array_equal(np.diff(kt.warp_start) > 0, np.isin(whole.warp_block, kept))
+        assert sink.requests[2] == summ["global_store_requests"]
+        res = af.estimate_launch(prog, kt, m, sink.sms)          # the engine's sampled run takes it
+        assert res["cycles"] > 0 and res["engine_instructions"] == rows.sum()
+    sink = af.EstimateSink(m, budget=int(per_block[0]) - 1)      # not even SM 0's two blocks fit
+    _emulate_with(sink)
+    assert sink.too_large and sink.rows == whole.num_rows and sink.requests[2] == 432
+
+
+def test_sms_ladder(af):
+    assert af.sms_ladder(80) == [80, 40, 20, 10, 5, 2, 1]
+    assert af.sms_ladder(132) == [132, 66, 33, 16, 8, 4, 2, 1]
+
+
+def test_launch_fingerprint_covers_what_a_launch_reads(af):
+    from types import SimpleNamespace
+    from teg.emu import load_kernel
+
+    prog, image = load_kernel(SUITE / "kernels" / "stream.sm_80.cubin", "stream_triad")
+    mem = np.zeros(4096, np.uint8)
+    v = SimpleNamespace(kernel=prog.name, grid=(2, 1, 1), block=(64, 1, 1), shmem=0, params=b"\1" * 40, program=prog,
+                        banks={3: b"\0" * 8}, memory=mem, base=0x1000, allocations=[(0x1000, 1024), (0x1600, 512)])
+    ref = af.launch_fingerprint(v)
+    assert af.launch_fingerprint(v) == ref
+    mem[3000] = 7                                   # outside every allocation: not read
+    assert af.launch_fingerprint(v) == ref
+    for change in (lambda: mem.__setitem__(0x600 + 511, 1), lambda: setattr(v, "params", b"\1" * 39 + b"\2"),
+                   lambda: setattr(v, "grid", (3, 1, 1)), lambda: setattr(v, "banks", {3: b"\0" * 7 + b"\1"}),
+                   lambda: setattr(v, "allocations", [(0x1000, 1024)])):
+        change()
+        assert af.launch_fingerprint(v) != ref
+        ref = af.launch_fingerprint(v)
+
+
+def test_side_by_side_on_the_same_rows(acc, af):
+    """Per app and overall MAPE / median, the launch-floor split and the app-balanced numbers, by
+    hand; a peer without a value leaves that row out of its own numbers only; a row teg failed is
+    left out of every tool's numbers."""
+    P = acc.Point
+
+    def pt(app, measured, teg, asim, hyfiss):
+        return P("apps", "gv100", app, {}, measured, "cycles", predicted=teg,
+                 detail={"app": app, "peers": {"Accel-Sim": asim, "HyFiSS": hyfiss}})
+    pts = [pt("a", 10000, 11000, 8000, None), pt("a", 4000, 3000, 4000, 4400), pt("b", 20000, 30000, 20000, 21000),
+           pt("b", 20000, None, 1, 1)]
+    tab = {r["label"]: r for r in af.side_by_side(pts, ["teg", "Accel-Sim", "HyFiSS"])}
+    assert tab["a"]["teg"] == ((pytest.approx(0.175), pytest.approx(0.175)), 2)
+    assert tab["a"]["Accel-Sim"] == ((pytest.approx(0.1), pytest.approx(0.1)), 2)
+    assert tab["a"]["HyFiSS"] == ((pytest.approx(0.1), pytest.approx(0.1)), 1)
+    assert tab["b"]["teg"][1] == 1 and tab["b"]["failed"] == 1 and tab["b"]["Accel-Sim"][0][0] == 0.0
+    allr = tab["all rows"]["teg"][0]
+    assert allr[0] == pytest.approx((0.1 + 0.25 + 0.5) / 3) and allr[1] == pytest.approx(0.25)
+    assert tab["rows >= 5,000 cycles"]["teg"][0][0] == pytest.approx(0.3)
+    assert tab["rows < 5,000 cycles"]["teg"][0][0] == pytest.approx(0.25)
+    bal = tab["app-balanced (mean / median of the app MAPEs)"]
+    assert bal["teg"][0][0] == pytest.approx((0.175 + 0.5) / 2) and bal["HyFiSS"][0][0] == pytest.approx((0.1 + 0.05) / 2)
+    text = af.format_side_by_side(af.side_by_side(pts, ["teg", "HyFiSS"]), ["teg", "HyFiSS"], markdown=True)
+    assert "| a | 2 | 17.5 / 17.5 | 10.0 / 10.0 (1) |" in text
+    # teg's signed median per app: a: +10 % and -25 % -> -7.5 %; b: +50 %
+    assert tab["a"]["signed"] == pytest.approx(-0.075) and tab["b"]["signed"] == pytest.approx(0.5)
+    text = af.format_side_by_side(af.side_by_side(pts, ["teg"]), ["teg"], markdown=True, signed=True)
+    assert "| a | 2 | 17.5 / 17.5 | -7.5 |" in text and "| b | 2 (1 failed) | 50.0 / 50.0 | +50.0 |" in text
+
+
+def test_rows_marked_by_instruction_ratio_and_failures_listed(acc):
+    """A row whose traced warp instructions are more than 25 % off the measured ones carries the
+    ratio (and '> 2x off' when its cycles are too); 25 % or less carries nothing; a failed row is
+    printed with its reason and counted."""
+    P = acc.Point
+
+    def pt(label, measured, teg, mi, ti, error_text=None):
+        return P("apps", "gv100", label, {"program": "x", "launch": 0}, measured, "cycles", measured_instructions=mi,
+                 predicted=teg, predicted_instructions=ti, error_text=error_text,
+                 detail={"app": "x", "peers": {}, "read_req": 1, "write_req": 0})
+    assert acc.row_note(pt("a", 1000, 1100, 100, 125)) == ""
+    assert acc.row_note(pt("a", 1000, 1100, 100, 126)) == "instr x1.26"
+    assert acc.row_note(pt("a", 1000, 2100, 100, 40)) == "instr x0.40 (> 2x off)"
+    import io
+    out = io.StringIO()
+    acc.print_failures("gv100", [pt("ok", 1000, 1100, 100, 100), pt("bad#3 k", 1000, None, 100, None, "exit status 2")],
+                       out)
+    assert out.getvalue().splitlines() == ["", "failed rows on gv100: 1 of 2", "  bad#3 k: exit status 2"]
+
+
+def test_native_stdout_file_parses(acc, af):
+    nat = af.native_stdout(acc.MEASURED / "h200_apps_stdout.txt")
+    assert set(nat) == set(af.manifests()) and all(v["status"] == 0 for v in nat.values())
+    assert nat["cfd"]["args"] == ["--launches", "10"] and nat["cfd"]["text"].startswith("cfd: nel 97046")
+
+
+@pytest.mark.nvcc
+@pytest.mark.skipif(__import__("shutil").which("nvcc") is None, reason="nvcc not installed")
+def test_run_program_estimates_each_launch_once(af, tmp_path, monkeypatch):
+    """A stub program (tests/fixtures/apps/twice.cu, three launches, the second identical to the
+    first) through the family's runner on both sets: built, run under teg's runtime, each launch
+    counted and estimated; the identical launch takes the first one's results; a second run
+    comes from the cache without running the program."""
+    m = af.Manifest("twice", "twice", "test", ROOT / "tests" / "fixtures" / "apps" / "twice.cu", [], [], 3, "", "",
+                    tmp_path / "twice.yaml")
+    for gpu in ("gv100", "h200"):
+        res = af.run_program(gpu, m, [0, 1, 2], tmp_path / "cache")
+        assert res["error"] is None and res["status"] == 0 and res["stdout"] == "twice: 4495.5\n"
+        r = res["results"]
+        assert [r[i]["error"] for i in range(3)] == [None] * 3
+        assert r[0]["same_as"] is None and r[1]["same_as"] == 0 and r[2]["same_as"] is None
+        for i in range(3):        # 8 blocks of 4 warps over 1000 elements: 32 warps with active lanes
+            assert (r[i]["global_load_requests"], r[i]["global_store_requests"]) == (32, 32)
+            assert r[i]["cycles"] > 0 and r[i]["sms"] == r[i]["num_sms"] == {"gv100": 80, "h200": 132}[gpu]
+        assert r[1]["cycles"] == r[0]["cycles"] and r[1]["warp_instructions"] == r[0]["warp_instructions"]
+        again = af.run_program(gpu, m, [0, 1, 2], tmp_path / "cache")
+        assert again["cached"] and again["results"] == r and again["stdout"] == res["stdout"]
+        assert res["peak_rss_mb"] > 0 and all(r[i]["peak_rss_mb"] > 0 for i in range(3))
+        # a run stopped part-way: --cached-only reports the launches it got, the rest as not run
+        (next((tmp_path / "cache" / "results" / gpu).glob("twice.*")) / "launch2.json").unlink()
+        part = af.run_program(gpu, m, [0, 1, 2], tmp_path / "cache", cached_only=True)
+        assert part["results"][0] == r[0] and part["results"][1] == r[1]
+        assert "not run yet" in part["results"][2]["error"] and part["error"] == "1 of 3 launches not run yet"
+
+
+def test_markdown_groups_failed_rows_per_app_and_reason(acc, tmp_path):
+    P = acc.Point
+
+    def pt(launch, err=None):
+        return P("apps", "h200", f"lud#{launch} k", {"program": "lud", "launch": launch}, 1000, "cycles",
+                 predicted=None if err else 900.0, error_text=err,
+                 detail={"app": "lud", "peers": {}, "read_req": 1, "write_req": 0})
+    pts = [pt(0), pt(1, "not run yet"), pt(2, "not run yet"), pt(3, "not run yet"), pt(4, "not run yet"),
+           pt(5, "not run yet"), pt(6, "exit status 2")]
+    out = tmp_path / "t.md"
+    acc.write_markdown(pts, str(out))
+    text = out.read_text()
+    assert "Failed rows: 6 of 7:" in text and "- lud #1 … #5 (5 rows): not run yet" in text
+    assert "- lud #6 (1 row): exit status 2" in text and "| lud | 7 (6 failed) | 10.0 / 10.0 | -10.0 |" in text

@@ -223,6 +223,57 @@ def test_each_launch_trace_equals_single_launch_emulation(built, arch, tmp_path,
                                   [r["x0"], affine]).outputs["arg0"], r["x1"])
 
 
+def test_launch_hook_takes_rows_and_sees_every_launch(built, tmp_path, capfd):
+    """A hook that takes launches 1 and 3 (``TraceCollector``) gets exactly the traces a plain run
+    writes for them, sees every launch (parameters, allocations, the memory as the launch finds it)
+    and its warp instructions; the launches it took are not written to the output folder."""
+    import teg.trace as tt
+    from teg.app.session import LaunchHook
+    from teg.emu.launch import TraceCollector
+
+    prog = built["pipeline_sm_75"]
+    status, _, err = run_app([prog, N], tmp_path / "plain", capfd)
+    assert status == 0, err
+    plain = tt.load(tmp_path / "plain")
+    meta = json.loads((tmp_path / "plain" / "meta.json").read_text())["application"]["traced_launches"]
+
+    class Take(LaunchHook):
+        def __init__(self):
+            self.seen, self.done, self.sinks, self.first_input = [], [], {}, None
+
+        def before(self, launch):
+            self.seen.append(launch)
+            if launch.id == 2:        # launch 2 reads launch 1's output: its input bytes, as it finds them
+                addr = int.from_bytes(launch.params[:8], "little")
+                self.first_input = launch.memory[addr - launch.base:addr - launch.base + 4 * N].view(np.float32).copy()
+            if launch.id in (1, 3):
+                self.sinks[launch.id] = TraceCollector()
+                return self.sinks[launch.id]
+            return None
+
+        def after(self, launch, rows, fault):
+            self.done.append((launch.id, rows, fault))
+
+    hook = Take()
+    status, out, err = run_app([prog, N], tmp_path / "hooked", capfd, hook=hook)
+    assert status == 0, err
+    assert all(line in out.splitlines() for line in expected_lines())
+    assert [v.id for v in hook.seen] == [1, 2, 3, 4, 5, 6]
+    assert hook.done == [(m["id"], m["warp_instructions"], None) for m in meta]
+    rel = lambda allocs: [(a - allocs[0][0], n) for a, n in allocs]      # the heap's base differs per run
+    for v, m in zip(hook.seen, meta):
+        assert v.kernel == m["kernel"] and list(v.grid) == m["grid"] and len(v.params.hex()) == len(m["params"])
+        assert rel(v.allocations) == rel(m["allocations"]) and v.program.name == v.kernel
+        assert v.allocations[0][0] >= v.base and v.memory.shape[0] >= sum(n for _, n in v.allocations)
+    assert np.array_equal(hook.first_input, reference()["x1"])
+    written = json.loads((tmp_path / "hooked" / "meta.json").read_text())
+    assert [k["info"]["kernel_id"] for k in written["kernels"]] == [2, 4, 5, 6]
+    for lid, sink in hook.sinks.items():
+        kt = sink.kernel_trace()
+        assert_same_trace(kt, plain.kernels[lid - 1], hook.seen[lid - 1].allocations,
+                          [tuple(a) for a in meta[lid - 1]["allocations"]])
+
+
 def test_estimate_reads_the_folder_with_its_sass(built, tmp_path, capfd):
     from click.testing import CliRunner
 

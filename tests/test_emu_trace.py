@@ -298,3 +298,22 @@ def test_division_of_zero_takes_the_slow_path(tmp_path, arch):
     assert calls.sum() == 1
     row = int(np.flatnonzero(calls)[0])
     assert int(kt.warp[row]) == 1 and int(kt.mask[row]) == 0b111
+
+
+def test_cli_trace_run_streams_the_trace_emulate_builds(tmp_path):
+    """The native trace ``teg trace run`` streams to its files (chunks of whole blocks) holds every
+    column of the trace :func:`emulate` builds in memory, and the same buffer ranges."""
+    args = ["A=rand:float32:64x64", "B=rand:float32:64x64", "C=zeros:float32:64x64", "n=64"]
+    out = tmp_path / "mm.trace"
+    res = CliRunner().invoke(main, ["trace", "run", str(EMU / "kernels.sm_90.cubin"), "--kernel", "matmul_ab",
+                                    "--grid", "4,4", "--block", "16,16", *[f"--arg={a}" for a in args], "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    _, _, r = run("sm_90", "matmul_ab", (4, 4), (16, 16), args)
+    back = tt.load(out)
+    assert back.memcpy == r.trace.memcpy and back.source == r.trace.source
+    a, b = back.kernels[0], r.kernel_trace
+    assert a.info == b.info and list(a.opcodes) == list(b.opcodes) and a.num_rows == b.num_rows > 0
+    for col in ("warp", "block", "pc", "opcode", "mask", "dst", "src", "mem_width", "imm", "addr_start", "addresses",
+                "warp_start", "warp_block", "block_xyz"):
+        np.testing.assert_array_equal(np.asarray(getattr(a, col)), np.asarray(getattr(b, col)), err_msg=col)
+    np.testing.assert_array_equal(np.load(tmp_path / "mm.trace.outputs" / "C.npy"), r.outputs["C"])

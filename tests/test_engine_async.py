@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 from teg.emu import emulate, load_kernel
-from teg.engine import Options, lower, make_input, run
+from teg.engine import Options, lower, run
+from teg.engine.handmade import make_input
 from teg.engine.codes import DEP_BASE, DEP_GLOBAL, UNIT_CLASSES
-from teg.engine.input import with_switches
+from teg.engine.lowered import with_switches
 from teg.machine import load
 
 FIX = Path(__file__).parent / "fixtures" / "emu"
@@ -103,11 +104,11 @@ def test_pipeline_kernel_waits_for_its_tiles(arch, deps):
     tiles = 24
     inp, machine, prog = _pipeline_input(arch, tiles, Options(dependency_model=deps))
     assert any(ins.opcode == "DEPBAR.LE" and "0x2" in ins.text for ins in prog.instructions)
-    depbar = np.asarray(inp.s_depbar)
+    depbar = np.asarray(inp.static.s_depbar)
     assert set(depbar[depbar >= 0].tolist()) == {0 + 8 * 2}
     r = run(inp)
     assert r.cycles >= tiles // 3 * machine.memory.dram_latency
-    drained = run(replace(inp, s_depbar=np.where(depbar >= 0, 0, -1).astype(np.int32)))
+    drained = run(replace(inp, static=inp.static._replace(s_depbar=np.where(depbar >= 0, 0, -1).astype(np.int32))))
     assert drained.cycles > r.cycles
 
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 import numpy as np
 
 from teg.analysis.whatif import whatif
-from teg.engine import make_input, run
+from teg.engine import run
+from teg.engine.handmade import make_input
 from teg.engine.codes import DEP_GLOBAL, MEM_GLOBAL
-from teg.engine.input import with_record_order, with_replay, with_switches
+from teg.engine.lowered import with_record_order, with_replay, with_switches
 from teg.memory.channels import balance_scale
 
 DRAM_LAT = 100.0

@@ -8,8 +8,10 @@ import dataclasses
 import numpy as np
 import pytest
 
-from teg.engine import EngineError, make_input, run
-from teg.engine.input import with_replay
+from teg.engine import EngineError, run
+
+from teg.engine.handmade import make_input
+from teg.engine.lowered import with_replay
 
 
 def _chain(**kw):
@@ -25,10 +27,10 @@ def test_block_larger_than_the_sm_is_refused():
 @pytest.mark.parametrize("field,width", [("s_src", 17), ("s_dst", 15)])
 def test_register_list_wider_than_the_static_table_is_refused(field, width):
     inp = _chain()
-    regs = np.full((inp.s_unit.shape[0], width), -1, np.int16)
+    regs = np.full((inp.num_static, width), -1, np.int16)
     regs[:, :width] = np.arange(width, dtype=np.int16)          # every column used
     with pytest.raises(EngineError, match="more than 16 source or 14 destination registers"):
-        run(dataclasses.replace(inp, **{field: regs}))
+        run(dataclasses.replace(inp, static=inp.static._replace(**{field: regs})))
 
 
 def test_widest_register_lists_the_lowering_makes_are_timed():
@@ -40,7 +42,7 @@ def test_widest_register_lists_the_lowering_makes_are_timed():
     dst = np.full((2, 8), -1, np.int16)
     dst[0] = np.arange(25, 33)
     dst[1, 0] = 40
-    r = run(dataclasses.replace(inp, s_src=src, s_dst=dst))
+    r = run(dataclasses.replace(inp, static=inp.static._replace(s_src=src, s_dst=dst)))
     # producer issues at 0, result at 4; consumer waits for R25 and issues at 4, done at 8
     assert r.cycles == 8
 

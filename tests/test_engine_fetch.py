@@ -8,8 +8,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from teg.engine import Options, lower, make_input, run
-from teg.engine.input import I_FETCH_PF, with_switches
+from teg.engine import Options, lower, run
+
+from teg.engine.handmade import make_input
+from teg.engine.lowered import with_switches
 from teg.engine.lower import _icache_lines, _prefetch_lines
 from teg.machine import load as load_machine
 
@@ -105,8 +107,8 @@ def test_lowering_gives_every_instruction_its_line(tmp_path):
     body = "\n".join(f"        /*{16 * i:04x}*/                   IADD3 R{i % 8}, R1, R2, RZ ;" for i in range(20))
     prog = parse_text("\t\tFunction : k\n" + body + "\n        /*0140*/                   EXIT ;\n")[0]
     inp = lower(prog, None, load_machine("sm_80"), Options(warps=1))
-    assert inp.s_iline.tolist() == [i // 8 for i in range(21)]
-    assert int(inp.ipar[I_FETCH_PF]) == 25
+    assert inp.static.s_iline.tolist() == [i // 8 for i in range(21)]
+    assert inp.scalars.fetch_prefetch == 25
     inp = lower(prog, None, load_machine("sm_80"), Options(warps=1, instruction_fetch=False))
     assert run(inp).stalls["instruction_fetch"] == 0
 
@@ -145,7 +147,7 @@ def test_lowering_numbers_the_constant_lines_a_kernel_reads():
             ["MOV R1, c[0x0][0x28]", "IADD3 R2, R1, c[0x0][0x160], RZ", "IMAD R3, R2, c[0x0][0x0], R1",
              "FADD R4, R3, c[0x3][0x0]", "IADD3 R5, R4, R3, RZ", "EXIT"]))
     inp = lower(parse_text(text)[0], None, load_machine("sm_80"), Options(warps=1))
-    assert inp.s_cline.tolist() == [0, 1, 0, 2, -1, -1]
+    assert inp.static.s_cline.tolist() == [0, 1, 0, 2, -1, -1]
     assert run(inp).stalls["constant_miss"] > 0
     assert run(lower(parse_text(text)[0], None, load_machine("sm_80"),
                      Options(warps=1, constant_cache=False))).stalls["constant_miss"] == 0

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from teg.engine import Options, lower, make_input, run
-from teg.engine.input import with_switches
+from teg.engine import Options, lower, run
+
+from teg.engine.handmade import make_input
+from teg.engine.lowered import with_switches
 from teg.engine.codes import DEP_BASE, DEP_GLOBAL, MEM_GLOBAL, UNIT_CLASSES
 
 INT = DEP_BASE + UNIT_CLASSES.index("int")
@@ -177,7 +179,7 @@ def test_the_tables_partition_split_decides_which_partition_an_sm_reads_through(
                          rows_per_warp=rows, warps_per_block=1, tx=tx, sms=3, resident=1, deal=True,
                          l2=L2, l2_partitions=2, l2_partition_bytes=8192, l2_far_latency=180.0,
                          l2_partition_sms=split, dram_latency=300.0, channels=1)
-        assert inp.sm_part.tolist() == ([0, 0, 1] if split is None else [0, 1, 1])
+        assert inp.grid.sm_part.tolist() == ([0, 0, 1] if split is None else [0, 1, 1])
         r = run(inp)
         assert r.counters["l2_misses"] == 1 and r.counters["l2_hits"] == 1
         return r.timeline.tolist()[1 + 1001]        # SM 1's use of the loaded value
@@ -188,10 +190,10 @@ def test_the_tables_partition_split_decides_which_partition_an_sm_reads_through(
     from tests.test_l1_wavefronts import _strided_trace_input
     assert load_machine("a100_80").memory.l2_partition_sms == (62, 46)
     inp = _strided_trace_input(load_machine("a100_80"), sms=108)
-    assert inp.sm_part.tolist() == [0] * 62 + [1] * 46
+    assert inp.grid.sm_part.tolist() == [0] * 62 + [1] * 46
     p = tmp_path / "half.yaml"
     p.write_text("name: half\nextends: sm_80\nnum_sms: {value: 54, source: test}\n")
-    assert _strided_trace_input(load_machine(str(p)), sms=54).sm_part.tolist() == [0] * 31 + [1] * 23
+    assert _strided_trace_input(load_machine(str(p)), sms=54).grid.sm_part.tolist() == [0] * 31 + [1] * 23
     p = tmp_path / "t.yaml"
     p.write_text("name: t\nextends: sm_80\nmemory:\n  l2_partition_sms: {value: [62, 40, 6], source: test}\n")
     with pytest.raises(MachineTableError, match="one count per L2 partition"):

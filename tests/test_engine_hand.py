@@ -6,7 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from teg.engine import make_input, run
+from teg.engine import run
+
+from teg.engine.handmade import make_input
 from teg.engine.codes import DEP_BASE, DEP_GLOBAL, DEP_SHARED, MEM_GLOBAL, MEM_SHARED, UNIT_CLASSES
 
 FP32 = DEP_BASE + UNIT_CLASSES.index("fp32")

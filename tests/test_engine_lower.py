@@ -92,9 +92,9 @@ def test_waves_when_fewer_blocks_fit(example):
     assert waves.cycles > together.cycles
     # block k+1 starts only after the last instruction of block k
     for b in range(3):
-        c0, c1 = inp.b_ctx_start[b], inp.b_ctx_start[b + 1]
-        last = waves.timeline[inp.c_start[c0]:inp.c_end[c1 - 1]].max()
-        nxt = waves.timeline[inp.c_start[c1]:inp.c_end[inp.b_ctx_start[b + 2] - 1]].min()
+        c0, c1 = inp.grid.b_ctx_start[b], inp.grid.b_ctx_start[b + 1]
+        last = waves.timeline[inp.grid.c_start[c0]:inp.grid.c_end[c1 - 1]].max()
+        nxt = waves.timeline[inp.grid.c_start[c1]:inp.grid.c_end[inp.grid.b_ctx_start[b + 2] - 1]].min()
         assert nxt > last
 
 

@@ -9,8 +9,10 @@ import numpy as np
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from teg.engine import MECHANISMS, make_input, run
-from teg.engine.input import with_record_order, with_replay, with_switches
+from teg.engine import MECHANISMS, run
+
+from teg.engine.handmade import make_input
+from teg.engine.lowered import with_record_order, with_replay, with_switches
 from teg.engine.codes import DEP_BASE, DEP_GLOBAL, DEP_SHARED, MEM_GLOBAL, MEM_NONE, MEM_SHARED
 
 KINDS = ("alu", "shared", "global", "store", "barrier")
@@ -86,7 +88,7 @@ def test_stalls_sum_to_cycles_and_runs_are_identical(inp):
 
 def _camped(inp):
     """All DRAM transactions on channel 0 (partition camping)."""
-    return replace(inp, tx_chan=np.zeros_like(inp.tx_chan))
+    return replace(inp, rows=inp.rows._replace(tx_chan=np.zeros_like(inp.rows.tx_chan)))
 
 
 def check_monotone(inp):

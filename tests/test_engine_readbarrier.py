@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from teg.engine import make_input, run
+from teg.engine import run
+
+from teg.engine.handmade import make_input
 from teg.engine.codes import DEP_BASE, DEP_GLOBAL, MEM_GLOBAL, UNIT_CLASSES
 
 FP64 = DEP_BASE + UNIT_CLASSES.index("fp64")

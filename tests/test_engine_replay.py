@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 from teg.analysis.whatif import whatif
-from teg.engine import EngineError, Options, make_input, run
-from teg.engine.input import with_record_order, with_replay, with_switches
+from teg.engine import EngineError, Options, run
+from teg.engine.handmade import make_input
+from teg.engine.lowered import with_record_order, with_replay, with_switches
 
 
 def anomaly_input():

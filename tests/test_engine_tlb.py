@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from teg.engine import make_input, run
-from teg.engine.input import with_switches
+from teg.engine import run
+
+from teg.engine.handmade import make_input
+from teg.engine.lowered import with_switches
 from teg.engine.codes import DEP_BASE, DEP_GLOBAL, MEM_GLOBAL, UNIT_CLASSES
 from teg.machine import load as load_machine
 from teg.machine.loader import MachineTableError
@@ -102,13 +104,12 @@ def test_lowering_takes_the_tables_tlb():
     TLB (16 entries of 2 MB) and the L2 TLB, and the one load of a trace waits for a page walk;
     a table without ``memory.tlb`` (sm_80) and the Kepler table that opts out do not."""
     from tests.test_l1_wavefronts import _strided_trace_input
-    from teg.engine.input import F_WALK_LAT, I_TLB1_SETS
     for name, walks in (("sm_70", True), ("quadro_gv100", True), ("sm_80", False), ("gtx680", False)):
         assert (load_machine(name).memory.tlb is not None) == walks, name
     m = load_machine("sm_70")
     inp = _strided_trace_input(m)
-    assert inp.ipar[I_TLB1_SETS:I_TLB1_SETS + 4].tolist() == [1, 16, 2 * MB, 2 * MB]
-    assert inp.fpar[F_WALK_LAT] == m.memory.tlb.walk_latency
+    assert inp.scalars.tlb1 == (1, 16, 2 * MB, 2 * MB)
+    assert inp.scalars.walk_latency == m.memory.tlb.walk_latency
     on, off = run(inp), run(with_switches(inp, tlb=False))
     assert on.stalls["tlb_miss"] > 0 and off.stalls["tlb_miss"] == 0
     assert on.cycles - off.cycles == m.memory.tlb.walk_latency     # one walk on the critical path

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from teg.engine import Options, lower, make_input, run
+from teg.engine import Options, lower, run
+
+from teg.engine.handmade import make_input
 from teg.engine.codes import DEP_BASE, DEP_GLOBAL, MEM_GLOBAL, UNIT_CLASSES
 from teg.machine import load as load_machine
 from teg.memory.coalesce import line_wavefronts
@@ -82,9 +84,9 @@ def test_lowering_counts_an_uncoalesced_loads_wavefronts():
     m = load_machine("sm_70")
     assert m.memory.l1.index == "xor" and m.memory.l2.index == "xor"
     inp = _strided_trace_input(m)
-    g = inp.s_mem[inp.r_sidx] == MEM_GLOBAL
-    assert set(inp.r_wave[g].tolist()) == {32}
-    assert set(inp.r_wave_min[g].tolist()) == {1}
+    g = inp.static.s_mem[inp.rows.r_sidx] == MEM_GLOBAL
+    assert set(inp.rows.r_wave[g].tolist()) == {32}
+    assert set(inp.rows.r_wave_min[g].tolist()) == {1}
 
 
 def _strided_trace_input(m, sms=1):
@@ -151,12 +153,12 @@ def test_lowering_takes_the_tag_stage_and_bank_wavefronts():
     import dataclasses
     m = load_machine("sm_70")
     assert m.memory.l1.tags_per_cycle == 4
-    waves = {s: int(_lanes_trace_input(m, s).r_wave[0]) for s in (168, 132, 16384, 4, 8)}
+    waves = {s: int(_lanes_trace_input(m, s).rows.r_wave[0]) for s in (168, 132, 16384, 4, 8)}
     assert waves == {168: 8, 132: 8, 16384: 32, 4: 1, 8: 2}
-    assert int(_lanes_trace_input(m, 168).r_wave_min[0]) == 1
+    assert int(_lanes_trace_input(m, 168).rows.r_wave_min[0]) == 1
     old = dataclasses.replace(m, memory=dataclasses.replace(m.memory, l1=dataclasses.replace(m.memory.l1,
                                                                                             tags_per_cycle=0)))
-    assert {s: int(_lanes_trace_input(old, s).r_wave[0]) for s in (168, 132)} == {168: 32, 132: 32}
+    assert {s: int(_lanes_trace_input(old, s).rows.r_wave[0]) for s in (168, 132)} == {168: 32, 132: 32}
 
 
 def test_an_8_wavefront_access_holds_the_memory_pipe_8_cycles():

@@ -379,7 +379,8 @@ def test_cross_field_checks(tmp_path):
 
 
 @pytest.mark.parametrize("name, opcode, lanes_per_sm", [
-    # lanes (results) per clock per SM, nvidia_timing_facts.md §2.2 / TEG §2.1
+    # lanes (results) per clock per SM: CUDA C++ Programming Guide, "Throughput of Native
+    # Arithmetic Instructions" / TEG §2.1
     ("sm_70", "FFMA", 64), ("sm_70", "IADD3", 64), ("sm_70", "DFMA", 32), ("sm_70", "MUFU.EX2", 16),
     ("sm_80", "FFMA", 64), ("sm_80", "IMAD", 64), ("sm_80", "DFMA", 32), ("sm_80", "MUFU.RCP", 16),
     ("sm_86", "FFMA", 128), ("sm_86", "IADD3", 64), ("sm_86", "DFMA", 2), ("sm_86", "MUFU.SIN", 16),

@@ -35,7 +35,7 @@ def big(tmp_path_factory) -> Path:
     import teg.trace as tt
 
     out = tmp_path_factory.mktemp("big") / "big.npz"
-    tt.save(mod.repeated_trace(150), out)
+    tt.save(mod.repeated_trace(150), out, compact=False)        # every column mapped (the margin counts the file)
     return out
 
 
@@ -130,3 +130,23 @@ def test_trace_run_with_a_large_max_instructions_stops_cleanly(tmp_path):
     code, out, err = finish(teg_proc([*args[:-1], "100000"]), timeout=300)
     line = one_error(code, err, "more than 100,000 warp instructions executed", "--max-instructions")
     assert "max_rows" not in line
+
+
+def test_parallel_trace_run_with_a_large_max_instructions_stops_cleanly(tmp_path):
+    """Two long blocks on two threads: each thread's copies of its full row buffers are checked
+    against the memory left, as the serial run's growing buffers are."""
+    import os
+
+    n, steps = 64, 4_000_000
+    args = ["trace", "run", CUBIN, "--kernel", "walk_steps", "--grid", "2", "--block", "64",
+            "--arg", "end=arange:float32:128", "--arg", "off=zeros:int64:128", "--arg", "out=zeros:float32:128",
+            "--arg", f"n={n}", "--arg", f"steps={steps}", "-o", tmp_path / "o.npz", "--max-instructions", str(10**12)]
+    warm = [["trace", "run", str(CUBIN), "--kernel", "walk_steps", "--grid", "2", "--block", "32",
+             "--arg", "end=arange:float32:64", "--arg", "off=zeros:int64:64", "--arg", "out=zeros:float32:64",
+             "--arg", "n=32", "--arg", "steps=3", "-o", str(tmp_path / "w.npz")]]
+    env = {**os.environ, "TEG_EMU_THREADS": "2"}
+    code, out, err = finish(capped_proc(160 << 20, warm, args, env=env), timeout=300)
+    one_error(code, err, "recording its trace past", "lower --max-instructions (now 1,000,000,000,000)")
+    code, out, err = finish(capped_proc(40 << 20, warm, args, env=env), timeout=300)
+    one_error(code, err, "recording its trace (its row buffers)", "lower --max-instructions")
+    assert not (tmp_path / "o.npz").exists()

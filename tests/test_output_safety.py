@@ -24,7 +24,7 @@ from click.testing import CliRunner
 import teg.trace as tt
 from teg import machine as machine_mod
 from teg.cli import main
-from teg.trace.native import ColumnWriter
+from teg.trace import codec
 
 DATA = Path(__file__).parent / "data" / "traces"
 VECTORADD = DATA / "microgpusim" / "vectoradd-100-32-trace"
@@ -78,8 +78,8 @@ def test_killed_conversion_keeps_the_previous_trace_and_the_next_run_is_clean(tm
     out = tmp_path / name
     tt.convert(VECTORADD, out)
     before = {p.relative_to(tmp_path): p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
-    # the third column append: some columns of the new trace are on disk, others not yet
-    run_killed("teg.trace.native:ColumnWriter.append", 3, ["trace", "convert", str(MATRIXMUL), str(out)])
+    # the second frame: the kernel's rows are on disk, its warps and blocks not yet
+    run_killed("teg.trace.codec:encode_frame", 2, ["trace", "convert", str(MATRIXMUL), str(out)])
     assert len(leftovers(tmp_path)) == 1                                    # the killed run's partial folder
     after = {p.relative_to(tmp_path): p.read_bytes() for p in tmp_path.rglob("*")
              if p.is_file() and ".partial-" not in str(p)}
@@ -160,16 +160,16 @@ def test_full_disk_during_conversion_is_one_line_and_leaves_nothing(tmp_path, mo
     out = tmp_path / "out.npz"
     tt.convert(VECTORADD, out)
     good = out.read_bytes()
-    orig = ColumnWriter.append
+    orig = codec.encode_frame
     calls = []
 
-    def full(self, arr):
+    def full(*args):                    # the disk fills after the kernel's rows frame
         calls.append(1)
-        if len(calls) > 2:
+        if len(calls) > 1:
             raise OSError(errno.ENOSPC, "No space left on device")
-        return orig(self, arr)
+        return orig(*args)
 
-    monkeypatch.setattr(ColumnWriter, "append", full)
+    monkeypatch.setattr(codec, "encode_frame", full)
     res = CliRunner().invoke(main, ["trace", "convert", str(MATRIXMUL), str(out)])
     assert res.exit_code == 2
     assert res.output == (f"teg: error: {out}: cannot write: No space left on device "
@@ -205,7 +205,7 @@ def test_file_size_limit_of_the_kernel_is_one_line_error(tmp_path):
 
     def limit():
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        resource.setrlimit(resource.RLIMIT_FSIZE, (48 << 10, 48 << 10))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (2 << 10, 2 << 10))    # the compact trace takes 4.3 KB
 
     res = subprocess.run([sys.executable, "-c", "from teg.cli import main; main(prog_name='teg')", "trace", "convert",
                           str(MATRIXMUL), str(out)], capture_output=True, text=True, preexec_fn=limit, timeout=300)

@@ -12,7 +12,8 @@ from click.testing import CliRunner
 
 from teg.cli import main
 from teg.cli.estimate import EXAMPLE_SASS, EXAMPLE_TRACE
-from teg.engine import CAUSE_NAMES, Options, load_inputs, lower, make_input, run
+from teg.engine import CAUSE_NAMES, Options, load_inputs, lower, run
+from teg.engine.handmade import make_input
 from teg.engine.codes import ISSUE
 from teg.engine.records import PC_STALL, PC_WAIT, with_records
 from teg.report.instructions import (ViewError, back_edges, instruction_rows, instructions_text, loop_marks,

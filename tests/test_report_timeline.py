@@ -11,7 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from teg.cli import main
-from teg.engine import CAUSE_NAMES, make_input, run
+from teg.engine import CAUSE_NAMES, run
+from teg.engine.handmade import make_input
 from teg.engine.codes import DEP_BASE
 from teg.engine.records import (TL_SINCE, TX_CH_ARRIVE, TX_CH_END, TX_CH_START, TX_CHAN,
                                 TX_SLICE, with_records)

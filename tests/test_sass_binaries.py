@@ -117,3 +117,27 @@ def test_non_cuda_binary_is_a_clear_error(tmp_path):
     junk.write_bytes(b"\x7fELF" + bytes(200))
     with pytest.raises(DisassemblyError, match="cuobjdump"):
         parse_file(junk)
+
+
+@needs_cuobjdump
+def test_disassembly_is_cached_by_content(monkeypatch, tmp_path):
+    """The second disassembly of the same bytes (under another name) comes from the cache, not from
+    cuobjdump; other bytes are disassembled anew; a rejected file leaves no entry."""
+    from teg.sass import reader
+
+    monkeypatch.setenv("TEG_CACHE_DIR", str(tmp_path / "cache"))
+    cubin = (FIXTURES / "kernels.sm_89.cubin").read_bytes()
+    (tmp_path / "a.cubin").write_bytes(cubin)
+    (tmp_path / "b.cubin").write_bytes(cubin)
+    first = reader.disassemble(tmp_path / "a.cubin")
+    assert len(list((tmp_path / "cache" / "sass").rglob("*.sass"))) == 1
+    calls = []
+    real = reader.run_tool
+    monkeypatch.setattr(reader, "run_tool", lambda *a, **k: calls.append(a) or real(*a, **k))
+    assert reader.disassemble(tmp_path / "b.cubin") == first and calls == []
+    assert sum(len(p) for p in parse_file(tmp_path / "b.cubin")) == len(ADDR_LINE.findall(first)) and calls == []
+    junk = tmp_path / "junk.bin"
+    junk.write_bytes(b"\x7fELF" + bytes(200))
+    with pytest.raises(DisassemblyError):
+        reader.disassemble(junk)
+    assert len(calls) == 1 and len(list((tmp_path / "cache" / "sass").rglob("*.sass"))) == 1

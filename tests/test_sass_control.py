@@ -1,4 +1,5 @@
-"""Control-field decoding against hand-decoded words (nvidia_timing_facts.md §1) and the fixtures."""
+"""Control-field decoding against hand-decoded words (layout: teg/sass/control.py, after Jia et al.,
+arXiv:1804.06826 §2) and the fixtures."""
 
 from __future__ import annotations
 

@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 from teg.engine import Options, lower, occupancy, run
-from teg.engine.input import I_L1_ASSOC, I_L1_LINE, I_L1_SETS
 from teg.engine.occupancy import OccupancyError, l1_data_bytes, preferred_carveout, shared_per_block
 from teg.machine import MachineTableError
 from teg.machine import load as load_machine
@@ -102,8 +101,8 @@ def test_small_blocks_leave_a_smaller_l1():
     hits = {}
     for threads, l1_kb in ((64, 160), (256, 184)):
         inp = lower(None, chase_trace(threads, lines, 2), m, Options(sms=1))
-        ip = inp.ipar
-        assert ip[I_L1_SETS] * ip[I_L1_ASSOC] * ip[I_L1_LINE] == l1_kb * KB
+        sets, ways, line, _ = inp.scalars.l1
+        assert sets * ways * line == l1_kb * KB
         hits[threads] = run(inp).counters["l1_hits"]
     assert hits[256] == lines
     assert hits[64] <= lines - 400

@@ -299,6 +299,10 @@ def test_the_key_holds_the_reader_version_and_the_content(tmp_path, monkeypatch)
     monkeypatch.setattr(accelsim, "READER_VERSION", accelsim.READER_VERSION + 1)
     assert trace_cache.entry_key(files, listing, None) != k1
     monkeypatch.undo()
+    from teg.trace import native                        # a new native format: entries converted again
+    monkeypatch.setattr(native, "FORMAT_VERSION", native.FORMAT_VERSION + 1)
+    assert trace_cache.entry_key(files, listing, None) != k1
+    monkeypatch.undo()
     copy = tmp_path / "copy"
     shutil.copytree(MATRIXMUL, copy)                    # the same content elsewhere: the same entry
     f2, _, l2 = accelsim.accelsim_files(copy)

@@ -58,10 +58,15 @@ def test_save_and_load_native(tmp_path, suffix):
     back = tt.load(out)
     assert_same_trace(trace, back)
     if not suffix:
-        assert isinstance(back.kernels[0].pc, np.memmap)
         meta = json.loads((out / "meta.json").read_text())
         assert meta["format"] == "teg-trace" and meta["version"] == FORMAT_VERSION
         assert [k["rows"] for k in meta["kernels"]] == [74, 103, 146, 48, 86, 145]
+        assert {k["codec"] for k in meta["kernels"]} == {"frames"}
+        assert [p.name for p in (out / "k0000").iterdir()] == ["columns.frames"]
+    raw = tt.save(trace, tmp_path / f"raw{suffix}", compact=False)     # every column a mapped .npy
+    back = tt.load(raw)
+    assert_same_trace(trace, back)
+    assert isinstance(back.kernels[0].pc, np.memmap) and isinstance(back.kernels[0].addresses, np.memmap)
 
 
 def test_converted_cache_is_reused(tmp_path):
@@ -105,7 +110,7 @@ def test_failed_save_leaves_nothing(tmp_path):
 
 @pytest.fixture()
 def saved(tmp_path) -> Path:
-    return tt.save(tt.load(SAMPLES[0], cache=tmp_path / "c"), tmp_path / "saved")
+    return tt.save(tt.load(SAMPLES[0], cache=tmp_path / "c"), tmp_path / "saved", compact=False)
 
 
 def test_corrupted_meta(saved):
@@ -120,7 +125,7 @@ def test_foreign_meta_and_future_version(saved):
     with pytest.raises(TraceFormatError, match=r"meta\.json: not a teg trace"):
         tt.load(saved)
     (saved / "meta.json").write_text(json.dumps({**meta, "version": FORMAT_VERSION + 1}))
-    with pytest.raises(TraceFormatError, match=r"format version 2 not supported"):
+    with pytest.raises(TraceFormatError, match=rf"format version {FORMAT_VERSION + 1} not supported"):
         tt.load(saved)
 
 

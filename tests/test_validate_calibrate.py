@@ -112,6 +112,20 @@ def test_written_table_loads_and_carries_the_fits(sm90, tmp_path):
     assert m.raw["latencies"]["fp32"]["execution"]["source"].startswith("teg calibrate from synthetic_h200.json")
 
 
+def test_output_named_by_a_bare_file_name(sm90, tmp_path, monkeypatch):
+    """`teg calibrate M -o my_h200.yaml` in the working folder: the new table is checked under its
+    temporary name, which has no folder and no .yaml suffix, so the check must load it as a path, not
+    look it up as a shipped table's name."""
+    meas = tmp_path / "synthetic_h200.json"
+    meas.write_text(json.dumps(synthetic(sm90)))
+    monkeypatch.chdir(tmp_path)
+    res = CliRunner().invoke(main, ["calibrate", "synthetic_h200.json", "--base", "sm_90", "-o", "my_h200.yaml"])
+    assert res.exit_code == 0, res.output
+    assert res.output.rstrip().endswith("wrote my_h200.yaml (extends sm_90; loads with teg.machine.load)")
+    assert machine_mod.load(tmp_path / "my_h200.yaml").name == "my_h200"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["my_h200.yaml", "synthetic_h200.json"]
+
+
 def test_least_squares_needs_distinct_points():
     with pytest.raises(C.CalibrationError, match="not enough distinct points"):
         C.slope([32, 32], [100.0, 101.0])

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from teg.analysis.whatif import whatif
-from teg.engine import MECHANISMS, Options, load_inputs, lower, make_input
+from teg.engine import MECHANISMS, Options, load_inputs, lower
+from teg.engine.handmade import make_input
 from teg.engine.codes import DEP_BASE, DEP_SHARED, MEM_SHARED
 from teg.resources import traces_dir
 

@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
 """teg's accuracy suite: published measurements of real GPUs (measured/, see measured/SOURCES.md) against the
-engine's predictions for our own kernels (benchmarks/accuracy/kernels), traced by teg's emulator.
+engine's predictions for our own kernels (benchmarks/accuracy/kernels) and application programs
+(benchmarks/accuracy/apps), traced by teg's emulator.
 
-    python3 benchmarks/accuracy/run.py [--family stream,cache,l2,latency,polybench] [--gpu a100_40,...]
-                                       [--quick] [--jobs N] [--csv FILE] [--all-points]
+    python3 benchmarks/accuracy/run.py [--family stream,cache,l2,latency,apps] [--gpu a100_40,...]
+                                       [--quick] [--jobs N] [--csv FILE]
 
 Prints, per point, measured vs predicted and the signed error (predicted / measured - 1), then per
-family the median and mean |error|, the worst point and the share of points off by more than 2x.
-Nothing is fitted: every prediction is one engine run (or the difference / linear extrapolation of
-two, see README.md) on the machine table named for the GPU. Reductions and sampling: README.md.
+family the median and mean |error|, the worst point and the share of points off by more than 2x;
+for the apps family also teg beside Accel-Sim, HyFiSS and PPT-GPU per application (appfamily.py).
+Nothing is fitted: every prediction is one engine run (or the difference of two, see README.md) on
+the machine table named for the GPU. Reductions and sampling: README.md. ``--family polybench`` is
+the apps family's five PolyBench programs on the Quadro GV100.
 """
 
 from __future__ import annotations
@@ -33,12 +36,17 @@ KERNELS = HERE / "kernels"
 MEASURED = Path(os.environ.get("TEG_MEASURED", Path(__file__).resolve().parent / "measured"))
 CACHE = Path(os.environ.get("TEG_ACCURACY_CACHE", HERE / ".cache"))
 
+CACHED_ONLY = False                     # --cached-only: the apps family reports its cached launches, runs nothing
 CACHE_MAX_BYTES = int(os.environ.get("TEG_ACCURACY_CACHE_MAX", 32 << 20))
+if str(HERE) not in sys.path:           # appfamily.py beside this file
+    sys.path.insert(0, str(HERE))
 
-FAMILIES = ("stream", "cache", "l2", "latency", "polybench")
+FAMILIES = ("stream", "cache", "l2", "latency", "apps")
+ALIASES = {"polybench": "apps"}     # the former PolyBench family: the apps family's PolyBench programs (gv100)
 # measured GPU -> (machine table, cubin arch)
 GPUS = {"a100_40": ("sm_80", "sm_80"), "a100_80": ("a100_80", "sm_80"),
-        "h100_pcie": ("sm_90", "sm_90"), "gv100": ("quadro_gv100", "sm_75")}
+        "h100_pcie": ("sm_90", "sm_90"), "gv100": ("quadro_gv100", "sm_75"), "h200": ("h200", "sm_90")}
+APPS_QUICK = {"gv100": ("gru", "nn"), "h200": ("gru",)}     # --quick: the two smallest programs
 
 STREAM_KERNELS = {"init": ("stream_init", 1), "read": ("stream_read", 1), "scale": ("stream_scale", 2),
                   "triad": ("stream_triad", 3), "1pt": ("stream_1pt", 2), "3pt": ("stream_3pt", 2)}
@@ -87,6 +95,7 @@ class Point:
     stalls: dict = field(default_factory=dict)
     seconds: float = 0.0
     error_text: str | None = None
+    detail: dict = field(default_factory=dict)     # apps: app, peers' cycles, traced counts, notes
 
     @property
     def error(self) -> float | None:
@@ -162,22 +171,32 @@ def latency_points(gpus, quick):
                   float(r["cycles_per_load"]), "cyc/load") for r in rows]
 
 
-def polybench_points(gpus, quick):
-    if "gv100" not in gpus:
-        return []
+def apps_points(gpus, quick, suite: str | None = None):
+    """One point per measured launch of the apps family's sets (appfamily.SETS) among ``gpus``;
+    ``suite`` keeps one suite's programs (the ``polybench`` alias)."""
+    import appfamily as af
+    mans = af.manifests()
     pts = []
-    for r in _read("gv100_polybench_ncu.csv"):
-        app, kid = r["app"], int(r["Kernel ID"])
-        if quick and not (app, kid) in (("3DConvolution", 0), ("gramschmidt", 1), ("bicg", 0)):
+    for gpu in gpus:
+        if gpu not in af.SETS:
             continue
-        pts.append(Point("polybench", "gv100", f"{app}#{kid}", {"app": app, "id": kid},
-                         float(r["GPU active cycles"]), "cycles",
-                         measured_instructions=float(r["Warp instructions executed"])))
+        for r in af.measured_rows(gpu, MEASURED, mans):
+            if quick and r["program"] not in APPS_QUICK.get(gpu, ()):
+                continue
+            if suite is not None and (r["suite"] != suite or gpu != "gv100"):
+                continue
+            pts.append(Point("apps", gpu, f"{r['app']}#{r['launch']} {r['kernel']}",
+                             {"program": r["program"], "launch": r["launch"]}, r["cycles"], "cycles",
+                             measured_instructions=r["warp_insts"],
+                             detail={"app": r["app"], "suite": r["suite"], "kernel": r["mangled"],
+                                     "request_note": mans[r["program"]].request_notes.get(f"{gpu} {r['launch']}"),
+                                     "grid": r["grid"], "block": r["block"], "read_req": r["read_req"],
+                                     "write_req": r["write_req"], "peers": r["peers"]}))
     return pts
 
 
 BUILDERS = {"stream": stream_points, "cache": cache_points, "l2": l2_points, "latency": latency_points,
-            "polybench": polybench_points}
+            "apps": apps_points, "polybench": lambda gpus, quick: apps_points(gpus, quick, "PolyBench/GPU 1.0")}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -413,78 +432,67 @@ def predict_latency(p: Point):
     return (tl[rows[-1]] - tl[rows[0]]) / LAT_TIMED
 
 
-def _extrapolate(x1, c1, x2, c2, x):
-    return c2 + (c2 - c1) * (x - x2) / (x2 - x1)
-
-
-def predict_polybench(p: Point):
-    table, arch = GPUS[p.gpu]
-    m = machine(table)
-    app, kid = p.params["app"], p.params["id"]
-
-    def one(kernel, grid, block, args, tag):
-        prog, kt = trace("polybench", arch, kernel, grid, block, args, tag)
-        return engine(prog, kt, m)
-
-    def lin(kernel, grid, block, mkargs, short, full, tagf):
-        (r1, r2) = [one(kernel, grid, block, mkargs(s), tagf(s)) for s in short]
-        cyc = _extrapolate(short[0], r1.cycles, short[1], r2.cycles, full)
-        ins = _extrapolate(short[0], r1.instructions, short[1], r2.instructions, full)
-        p.stalls = _stalls(r2)
-        return cyc, ins
-
-    if app == "3mm":                         # NI = NJ = NK = 512 (all three launches the same shape)
-        n = 512
-        cyc, ins = lin("mm3_kernel", (n // 32, n // 8), (32, 8),
-                       lambda k: [f"A=rand:float32:{n * k}", f"B=rand:float32:{k * n}", f"C=zeros:float32:{n * n}",
-                                  f"ni={n}", f"nj={n}", f"nk={k}"], (16, 32), n, lambda k: f"k{k}")
-    elif app in ("bicg", "mvt"):             # NX = NY = N = 4096; loop length extrapolated
-        n = 4096
-        short = (256, 512)
-        if app == "bicg" and kid == 0:
-            mk = lambda s: [f"A=rand:float32:{s * n}", f"r=rand:float32:{s}", f"s=zeros:float32:{n}", f"nx={s}", f"ny={n}"]
-            kern = "bicg_s"
-        elif app == "bicg":                  # row per thread: short rows at the full pitch n
-            mk = lambda s: [f"A=rand:float32:{n * n}", f"p=rand:float32:{s}", f"q=zeros:float32:{n}", f"nx={n}",
-                            f"ny={s}", f"lda={n}"]
-            kern = "bicg_q"
-        elif kid == 0:                       # mvt launch 0: a is n x m, row per thread, pitch n
-            kern = "mvt_x1"
-            mk = lambda s: [f"a=rand:float32:{n * n}", f"x=zeros:float32:{n}", f"y=rand:float32:{s}",
-                            f"n={n}", f"m={s}", f"lda={n}"]
-        else:                                # mvt launch 1: a is m x n (its first m rows)
-            kern = "mvt_x2"
-            mk = lambda s: [f"a=rand:float32:{n * s}", f"x=zeros:float32:{n}", f"y=rand:float32:{s}",
-                            f"n={n}", f"m={s}"]
-        cyc, ins = lin(kern, n // 256, 256, mk, short, n, lambda s: f"s{s}")
-    elif app == "gramschmidt":               # M = N = 2048, column k = 0
-        n = 2048
-        a = f"a=rand:float32:{n * n}"
-        if kid == 0:
-            r = one("gs_norm", 1, 256, [a, f"r=zeros:float32:{n * n}", f"m={n}", f"n={n}", "k=0"], "norm")
-        elif kid == 1:
-            r = one("gs_scale", n // 256, 256, [a, f"r=ones:float32:{n * n}", f"q=zeros:float32:{n * n}",
-                                                f"m={n}", f"n={n}", "k=0"], "scale")
+def evaluate_program(points: list[Point]) -> list[Point]:
+    """The apps family: one run of one program for the measured launches ``points`` (one set, one
+    program), every launch estimated as it ran (appfamily.run_program)."""
+    import appfamily as af
+    t = time.perf_counter()
+    p0 = points[0]
+    try:
+        man = af.manifests()[p0.params["program"]]
+        res = af.run_program(p0.gpu, man, [p.params["launch"] for p in points], CACHE / "apps",
+                             cached_only=CACHED_ONLY)
+    except Exception as e:      # the program could not be built or run: every row fails, none is dropped
+        for p in points:
+            p.error_text = f"{type(e).__name__}: {e}"
+            p.seconds = (time.perf_counter() - t) / len(points)
+        return points
+    native = af.native_stdout(MEASURED / "h200_apps_stdout.txt") if (MEASURED / "h200_apps_stdout.txt").exists() else {}
+    nat = native.get(man.name)
+    for p in points:
+        r = res["results"].get(p.params["launch"], {"error": "no result"})
+        d = p.detail
+        d.update({"run": {k: res.get(k) for k in ("status", "error", "wall_s", "cached", "peak_rss_mb", "complete_run")},
+                  "stdout": res["stdout"], "native_stdout": nat["text"] if nat else None})
+        for k in ("warp_instructions", "global_load_requests", "global_store_requests", "global_atomic_requests",
+                  "sms", "num_sms", "kept_rows", "same_as", "stalls", "emulate_s", "estimate_s", "kernel",
+                  "grid", "block", "engine_instructions", "peak_rss_mb"):
+            if k in r:
+                d["traced_" + k if k in ("kernel", "grid", "block") else k] = r[k]
+        if r.get("warp_instructions") is not None:
+            p.predicted_instructions = float(r["warp_instructions"])
+        if r.get("error") or r.get("cycles") is None:
+            p.error_text = r.get("error") or "no cycles"
         else:
-            r = one("gs_update", n // 256, 256, [a, f"r=zeros:float32:{n * n}", f"q=rand:float32:{n * n}",
-                                                 f"m={n}", f"n={n}", "k=0"], "update")
-        cyc, ins = r.cycles, r.instructions
-        p.stalls = _stalls(r)
-    elif app == "3DConvolution":             # NI = NJ = NK = 256, plane i = 1 + kernel id
-        n = 256
-        r = one("conv3d", (n // 32, n // 8), (32, 8), [f"A=rand:float32:{n ** 3}", f"B=zeros:float32:{n ** 3}",
-                                                      f"ni={n}", f"nj={n}", f"nk={n}", f"i={kid + 1}"], f"i{kid + 1}")
-        cyc, ins = r.cycles, r.instructions
-        p.stalls = _stalls(r)
-    else:
-        raise ValueError(app)
-    p.cycles = cyc
-    p.predicted_instructions = ins
-    return cyc
+            p.predicted = p.cycles = float(r["cycles"])
+            p.stalls = r.get("stalls", {})
+        p.seconds = (res["wall_s"] or 0.0) / len(points)
+    return points
 
 
-PREDICT = {"stream": predict_stream, "cache": predict_cache, "l2": predict_l2, "latency": predict_latency,
-           "polybench": predict_polybench}
+PREDICT = {"stream": predict_stream, "cache": predict_cache, "l2": predict_l2, "latency": predict_latency}
+
+
+def units(points: list[Point]) -> list[list[Point]]:
+    """Work units: one point each, except the apps family, whose points of one (GPU, program) are
+    one unit (one run of the program)."""
+    out, groups = [], {}
+    for p in points:
+        if p.family == "apps":
+            key = (p.gpu, p.params["program"])
+            if key not in groups:
+                groups[key] = []
+                out.append(groups[key])
+            groups[key].append(p)
+        else:
+            out.append([p])
+    return out
+
+
+def evaluate_unit(unit: list[Point]) -> list[Point]:
+    if unit[0].family == "apps":
+        return evaluate_program(unit)
+    return [evaluate(p) for p in unit]
 
 
 def evaluate(p: Point) -> Point:
@@ -516,9 +524,11 @@ def summarize(points: list[Point]) -> dict[str, dict]:
 
 
 def print_points(points: list[Point], out=sys.stdout):
-    print(f"{'family':9} {'gpu':9} {'point':34} {'measured':>10} {'predicted':>10} {'unit':8} {'error':>8}  top stalls",
-          file=out)
-    for p in points:
+    others = [p for p in points if p.family != "apps"]
+    if others:
+        print(f"{'family':9} {'gpu':9} {'point':34} {'measured':>10} {'predicted':>10} {'unit':8} {'error':>8}  top stalls",
+              file=out)
+    for p in others:
         if p.error is None:
             print(f"{p.family:9} {p.gpu:9} {p.label:34} {p.measured:10.1f} {'-':>10} {p.unit:8} {'FAILED':>8}  {p.error_text}",
                   file=out)
@@ -530,6 +540,183 @@ def print_points(points: list[Point], out=sys.stdout):
                     f"{pct(p.predicted_instructions / p.measured_instructions - 1)}]"
         print(f"{p.family:9} {p.gpu:9} {p.label:34} {p.measured:10.1f} {p.predicted:10.1f} {p.unit:8} "
               f"{pct(p.error):>8}  {st}{extra}", file=out)
+    apps = [p for p in points if p.family == "apps"]
+    if apps:
+        print_apps(apps, out)
+
+
+def requests_note(p: Point) -> str:
+    """``=`` when the traced global read and write requests equal the measured ones, else both (and
+    the reason the program's manifest gives, if any); ``?`` when the launch has no traced counts."""
+    d = p.detail
+    if d.get("global_load_requests") is None:
+        return "?"
+    r, w = d["global_load_requests"], d["global_store_requests"]
+    if (r, w) == (d["read_req"], d["write_req"]):
+        return "="
+    why = d.get("request_note")
+    return f"R {r} vs {d['read_req']}, W {w} vs {d['write_req']}" + (f" ({why})" if why else " (no reason given)")
+
+
+INSTR_MISMATCH = 0.25          # rows whose traced warp instructions differ from the measured by more are marked
+
+
+def instr_ratio(p: Point) -> float | None:
+    if p.predicted_instructions and p.measured_instructions:
+        return p.predicted_instructions / p.measured_instructions
+    return None
+
+
+def row_note(p: Point) -> str:
+    """Sampled SMs, the launch this one is identical to, and a traced / measured warp-instruction
+    ratio more than INSTR_MISMATCH off (``instr x1.43``; ``> 2x`` added when the row is off by 2x)."""
+    d = p.detail
+    notes = []
+    if d.get("sms") is not None and d.get("num_sms") and d["sms"] < d["num_sms"]:
+        notes.append(f"sampled {d['sms']}/{d['num_sms']} SMs")
+    if d.get("same_as") is not None:
+        notes.append(f"same as #{d['same_as']}")
+    ratio = instr_ratio(p)
+    if ratio is not None and abs(ratio - 1) > INSTR_MISMATCH:
+        notes.append(f"instr x{ratio:.2f}" + (" (> 2x off)" if p.off_2x else ""))
+    return "; ".join(notes)
+
+
+def _peer_cells(p: Point) -> list[str]:
+    import appfamily as af
+    out = []
+    for _, name in af.PEERS:
+        v = p.detail.get("peers", {}).get(name)
+        out.append(f"{v:,.0f} {pct(v / p.measured - 1)}" if v else "-")
+    return out
+
+
+def print_apps(points: list[Point], out=sys.stdout):
+    """The apps family per set: every row (measured, teg, signed error, each peer's cycles and error,
+    traced / measured warp instructions, global requests, notes, top stalls), then the side-by-side
+    summary, the per-program fidelity and cost, and every failed row."""
+    import appfamily as af
+    for gpu in dict.fromkeys(p.gpu for p in points):
+        ps = [p for p in points if p.gpu == gpu]
+        peers = af.SETS[gpu].peers
+        print(f"\napps on {gpu} ({af.SETS[gpu].machine} table, {af.SETS[gpu].arch} SASS): {len(ps)} rows", file=out)
+        head = f"{'row':40} {'measured':>10} {'teg':>10} {'error':>8}"
+        if peers:
+            head += "".join(f" {name + ' (error)':>20}" for _, name in af.PEERS)
+        print(head + f" {'instr traced/measured':>24} {'requests':>9}  notes / top stalls", file=out)
+        for p in ps:
+            ratio = instr_ratio(p)
+            ins = "" if ratio is None else f"{p.predicted_instructions:.0f}/{p.measured_instructions:.0f}" + (
+                " =" if p.predicted_instructions == p.measured_instructions else f" {ratio:.2f}")
+            line = f"{p.label[:40]:40} {p.measured:10.0f} "
+            line += f"{'-':>10} {'FAILED':>8}" if p.error is None else f"{p.predicted:10.0f} {pct(p.error):>8}"
+            if peers:
+                line += "".join(f" {c:>20}" for c in _peer_cells(p))
+            line += f" {ins:>24} {requests_note(p):>9}  "
+            if p.error is None:
+                line += p.error_text or ""
+            else:
+                note = row_note(p)
+                st = ", ".join(f"{k} {v:.0%}" for k, v in list(p.stalls.items())[:4])
+                line += (note + "; " if note else "") + st
+            print(line, file=out)
+        tools = ["teg"] + ([name for _, name in af.PEERS] if peers else [])
+        print(f"\napps on {gpu}: MAPE / median |error| in %, on the rows teg has a value for (a peer's own "
+              f"count in brackets where it lacks rows); teg's signed median error per app", file=out)
+        print(af.format_side_by_side(af.side_by_side(ps, tools), tools, signed=True), file=out)
+        print_fidelity(gpu, ps, out)
+        print_failures(gpu, ps, out)
+
+
+def program_fidelity(ps: list[Point]) -> dict:
+    """One program's launches: how many have traced = measured global requests and = warp
+    instructions, the ratio of the summed warp instructions and its per-launch range, the launches
+    over INSTR_MISMATCH, and the run's stdout check, wall time and peak memory."""
+    have = [p for p in ps if p.detail.get("global_load_requests") is not None]
+    ratios = [r for r in (instr_ratio(p) for p in have) if r is not None]
+    traced = sum(p.predicted_instructions or 0 for p in have)
+    meas = sum(p.measured_instructions or 0 for p in have)
+    run = ps[0].detail.get("run", {})
+    so, nat = ps[0].detail.get("stdout"), ps[0].detail.get("native_stdout")
+    return {"launches": len(ps), "counted": len(have), "requests_equal": sum(requests_note(p) == "=" for p in have),
+            "instr_equal": sum(p.predicted_instructions == p.measured_instructions for p in have),
+            "instr_ratio": traced / meas if meas else None, "ratio_range": (min(ratios), max(ratios)) if ratios else None,
+            "over": sum(abs(r - 1) > INSTR_MISMATCH for r in ratios),
+            "stdout": "-" if so is None or nat is None else ("equal" if so == nat else "DIFFERS"),
+            "wall_s": run.get("wall_s"), "peak_rss_mb": run.get("peak_rss_mb"), "cached": run.get("cached"),
+            "complete_run": run.get("complete_run"), "run_error": run.get("error"),
+            "emulate_s": sum(p.detail.get("emulate_s") or 0 for p in ps),
+            "estimate_s": sum(p.detail.get("estimate_s") or 0 for p in ps),
+            "warp_instructions": traced, "stdout_text": so, "native_text": nat}
+
+
+def print_fidelity(gpu: str, points: list[Point], out=sys.stdout):
+    """Per program: launches whose traced global requests / warp instructions equal the measured
+    ones, the summed instruction ratio, the stdout against the native H200 run, the run's cost."""
+    print(f"\nfidelity and cost on {gpu}, per program: launches with traced = measured global read and write "
+          f"requests, = warp instructions, traced / measured warp instructions (sum; per-launch range; launches "
+          f"> {INSTR_MISMATCH:.0%} off), stdout vs the native H200 run, wall time and peak memory of the run "
+          f"(emulation + estimates, this process)", file=out)
+    progs: dict[str, list[Point]] = {}
+    for p in points:
+        progs.setdefault(p.params["program"], []).append(p)
+    for prog, ps in progs.items():
+        f = program_fidelity(ps)
+        rng = f"x{f['ratio_range'][0]:.2f}..x{f['ratio_range'][1]:.2f}" if f["ratio_range"] else "-"
+        tot = f"x{f['instr_ratio']:.3f}" if f["instr_ratio"] else "-"
+        wall = "-" if f["wall_s"] is None else f"{f['wall_s']:.0f} s" + ("" if f["complete_run"] is not False else " (resumed)")
+        mem = "-" if f["peak_rss_mb"] is None else f"{f['peak_rss_mb']:,.0f} MiB"
+        print(f"  {prog:12} {f['launches']:3d} launches  requests = {f['requests_equal']}/{f['launches']}  "
+              f"instructions = {f['instr_equal']}/{f['launches']} ({tot}; {rng}; {f['over']} > {INSTR_MISMATCH:.0%})  "
+              f"stdout {f['stdout']}  wall {wall}  peak {mem}"
+              f"{'  run: ' + f['run_error'] if f['run_error'] else ''}", file=out)
+        if f["stdout"] == "DIFFERS":
+            for a, b in zip((f["stdout_text"] or "").splitlines(), (f["native_text"] or "").splitlines()):
+                if a != b:
+                    print(f"      traced: {a}\n      native: {b}", file=out)
+
+
+def print_failures(gpu: str, points: list[Point], out=sys.stdout):
+    bad = [p for p in points if p.error is None]
+    print(f"\nfailed rows on {gpu}: {len(bad)} of {len(points)}", file=out)
+    for p in bad:
+        print(f"  {p.label}: {p.error_text}", file=out)
+
+
+def write_markdown(points: list[Point], path: str):
+    """The apps family's tables as Markdown (README.md): per set the side-by-side summary, the
+    per-program fidelity and cost, and the rows off by more than INSTR_MISMATCH in instructions."""
+    import appfamily as af
+    lines = []
+    for gpu in dict.fromkeys(p.gpu for p in points if p.family == "apps"):
+        ps = [p for p in points if p.family == "apps" and p.gpu == gpu]
+        tools = ["teg"] + ([name for _, name in af.PEERS] if af.SETS[gpu].peers else [])
+        lines += [f"### {gpu}: {len(ps)} rows, {af.SETS[gpu].arch} SASS on the `{af.SETS[gpu].machine}` table", "",
+                  af.format_side_by_side(af.side_by_side(ps, tools), tools, markdown=True, signed=True), ""]
+        lines += ["| program | launches | requests = | warp instr = | traced / measured instr | per launch | "
+                  f"> {INSTR_MISMATCH:.0%} off | stdout vs native H200 | wall | peak memory |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
+        progs: dict[str, list[Point]] = {}
+        for p in ps:
+            progs.setdefault(p.params["program"], []).append(p)
+        for prog, pp in progs.items():
+            f = program_fidelity(pp)
+            rng = f"{f['ratio_range'][0]:.2f}–{f['ratio_range'][1]:.2f}" if f["ratio_range"] else "-"
+            lines.append(f"| {prog} | {f['launches']} | {f['requests_equal']} | {f['instr_equal']} | "
+                         f"{'-' if not f['instr_ratio'] else format(f['instr_ratio'], '.3f')} | {rng} | {f['over']} | "
+                         f"{f['stdout']} | {'-' if f['wall_s'] is None else format(f['wall_s'], '.0f') + ' s'} | "
+                         f"{'-' if f['peak_rss_mb'] is None else format(f['peak_rss_mb'], ',.0f') + ' MiB'} |")
+        bad = [p for p in ps if p.error is None]
+        lines += ["", f"Failed rows: {len(bad)} of {len(ps)}" + ("." if not bad else ":")]
+        groups: dict[tuple, list[Point]] = {}
+        for p in bad:                       # one line per application and reason
+            groups.setdefault((p.detail["app"], p.error_text), []).append(p)
+        for (app, why), gp in groups.items():
+            ids = ", ".join(f"#{p.params['launch']}" for p in gp) if len(gp) <= 4 else \
+                f"#{gp[0].params['launch']} … #{gp[-1].params['launch']}"
+            lines.append(f"- {app} {ids} ({len(gp)} row{'s' if len(gp) > 1 else ''}): {why}")
+        lines.append("")
+    Path(path).write_text("\n".join(lines) + "\n")
 
 
 def print_summary(summary: dict, out=sys.stdout):
@@ -543,15 +730,29 @@ def print_summary(summary: dict, out=sys.stdout):
 
 
 def write_csv(points: list[Point], path: str):
+    import appfamily as af
+    peer_names = [name for _, name in af.PEERS]
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["family", "gpu", "point", "unit", "measured", "predicted", "error", "predicted_cycles",
-                    "measured_instructions", "predicted_instructions", "seconds", "top_stalls", "failure"])
+                    "measured_instructions", "predicted_instructions", "seconds", "top_stalls", "failure",
+                    *[f"{n}_cycles" for n in peer_names], "measured_read_req", "traced_read_req",
+                    "measured_write_req", "traced_write_req", "sampled_sms", "same_as", "emulate_s", "estimate_s",
+                    "peak_rss_mb", "all_stalls"])
         for p in points:
+            d = p.detail
+            peers = d.get("peers", {})
             w.writerow([p.family, p.gpu, p.label, p.unit, p.measured, p.predicted,
                         "" if p.error is None else f"{p.error:.4f}", p.cycles, p.measured_instructions,
                         p.predicted_instructions, f"{p.seconds:.2f}",
-                        ";".join(f"{k}={v:.3f}" for k, v in p.stalls.items()), p.error_text or ""])
+                        ";".join(f"{k}={v:.3f}" for k, v in list(p.stalls.items())[:4]), p.error_text or "",
+                        *[peers.get(n) if peers.get(n) is not None else "" for n in peer_names],
+                        d.get("read_req", ""), d.get("global_load_requests", ""), d.get("write_req", ""),
+                        d.get("global_store_requests", ""),
+                        d["sms"] if d.get("sms") is not None and d["sms"] < d.get("num_sms", 0) else "",
+                        "" if d.get("same_as") is None else d["same_as"], d.get("emulate_s", ""),
+                        d.get("estimate_s", ""), d.get("peak_rss_mb", ""),
+                        ";".join(f"{k}={v:.4f}" for k, v in (d.get("stalls") or p.stalls).items())])
 
 
 def select(families, gpus, quick) -> list[Point]:
@@ -561,34 +762,69 @@ def select(families, gpus, quick) -> list[Point]:
     return pts
 
 
+def _weight(unit: list[Point]) -> float:
+    """Work of a unit for the pool's order (heaviest first): an apps program's measured warp
+    instructions; 0 for the other families (kept in their order after the programs)."""
+    return sum(p.measured_instructions or 0 for p in unit) if unit[0].family == "apps" else 0.0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--family", default=",".join(FAMILIES), help="comma list of " + ", ".join(FAMILIES))
+    ap.add_argument("--family", default=",".join(FAMILIES),
+                    help="comma list of " + ", ".join(FAMILIES) + " (polybench: apps' PolyBench programs on gv100)")
     ap.add_argument("--gpu", default=",".join(GPUS), help="comma list of " + ", ".join(GPUS))
     ap.add_argument("--quick", action="store_true", help="a small representative subset of points")
-    ap.add_argument("--jobs", type=int, default=1, help="worker processes over points")
+    ap.add_argument("--jobs", type=int, default=1, help="worker processes over points (apps: over programs)")
     ap.add_argument("--csv", help="write every point to this CSV file")
+    ap.add_argument("--markdown", help="write the apps family's summary tables to this Markdown file")
+    ap.add_argument("--lightest-first", action="store_true",
+                    help="apps: run the programs with the fewest measured warp instructions first (a run stopped "
+                         "part-way has the most programs done; the default, heaviest first, suits --jobs > 1)")
+    ap.add_argument("--apps", help="apps: only these programs (comma list of apps/*.yaml names, e.g. squeezenet,lud)")
+    ap.add_argument("--cached-only", action="store_true",
+                    help="apps: report the launches whose results are cached, run nothing (the others fail with "
+                         "'not run yet')")
     a = ap.parse_args(argv)
     fams = [f for f in a.family.split(",") if f]
     gpus = [g for g in a.gpu.split(",") if g]
-    bad = [f for f in fams if f not in FAMILIES] + [g for g in gpus if g not in GPUS]
+    bad = [f for f in fams if f not in FAMILIES and f not in ALIASES] + [g for g in gpus if g not in GPUS]
     if bad:
         ap.error(f"unknown family/gpu: {', '.join(bad)}")
-    pts = select(fams, gpus, a.quick)
+    try:
+        pts = select(fams, gpus, a.quick)
+    except Exception as e:                       # a manifest or measured file that cannot be read
+        import appfamily as af
+        if isinstance(e, (af.ManifestError, OSError)):
+            print(f"accuracy: {e}", file=sys.stderr)
+            return 2
+        raise
     t0 = time.perf_counter()
-    if a.jobs > 1 and len(pts) > 1:
+    if a.apps:
+        import appfamily as af
+        want = set(a.apps.split(","))
+        unknown = want - set(af.manifests())
+        if unknown:
+            ap.error(f"unknown program(s): {', '.join(sorted(unknown))} (apps/*.yaml)")
+        pts = [p for p in pts if p.family != "apps" or p.params["program"] in want]
+    global CACHED_ONLY
+    CACHED_ONLY = a.cached_only
+    work = sorted(units(pts), key=_weight, reverse=not a.lightest_first)
+    if a.jobs > 1 and len(work) > 1:
         import multiprocessing as mp
-        # the heaviest points first, so the pool's tail is short
         with mp.get_context("fork").Pool(a.jobs) as pool:
-            done = pool.map(evaluate, pts, chunksize=1)
+            done_units = pool.map(evaluate_unit, work, chunksize=1)
     else:
-        done = [evaluate(p) for p in pts]
+        done_units = [evaluate_unit(u) for u in work]
+    by_id = {(p.family, p.gpu, p.label): p for u in done_units for p in u}
+    done = [by_id[(p.family, p.gpu, p.label)] for p in pts]
     print_points(done)
     print_summary(summarize(done))
     print(f"\n{len(done)} points in {time.perf_counter() - t0:.0f} s "
           f"({'quick' if a.quick else 'sampled'} set, jobs={a.jobs})")
     if a.csv:
         write_csv(done, a.csv)
+    if a.markdown:
+        write_markdown(done, a.markdown)
     return 0 if all(p.error is not None for p in done) else 1
 
 

@@ -330,7 +330,7 @@ def _point_row(pt: SweepPoint) -> dict:
 
 def _run_point_into(row: dict, pt: SweepPoint) -> None:
     from teg.engine import load_inputs, lower, run
-    from teg.engine.input import with_record_order, with_replay, with_switches
+    from teg.engine.lowered import with_record_order, with_replay, with_switches
 
     kt = load_kernel(pt.ref)
     program = program_for(pt.sass, kt.info.name) if pt.sass else None

@@ -2,7 +2,7 @@
 alone, then with all removed, and report the cycles each removal saves.
 
 Lowering happens once; every variant flips one switch of the engine input
-(:func:`teg.engine.input.with_switches`), so each row changes only its mechanism.
+(:func:`teg.engine.lowered.with_switches`), so each row changes only its mechanism.
 
 What a what-if means: the cycles of *some* schedule the what-if machine can run under the same
 scheduler — the better of two (docs/model.md §5):
@@ -10,7 +10,7 @@ scheduler — the better of two (docs/model.md §5):
 * ``free`` — the engine re-simulated with the mechanism removed (the greedy scheduler decides
   again, so the issue order may change);
 * ``replay`` — the baseline's own global issue order replayed on the what-if machine
-  (:func:`teg.engine.input.with_replay`): every instruction issues at the earliest cycle its
+  (:func:`teg.engine.lowered.with_replay`): every instruction issues at the earliest cycle its
   constraints allow, no earlier than its predecessor in the order, and every shared resource
   (scheduler, unit, memory-pipeline slot, DRAM channel, caches) is allocated in that same order.
   Each issue time is then a max-plus expression of earlier issue times and non-negative delays,
@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from teg.engine.input import EngineInput, with_record_order, with_replay, with_switches
+from teg.engine.lowered import EngineInput, with_record_order, with_replay, with_switches
 from teg.engine.options import MECHANISMS
 from teg.engine.run import run
 

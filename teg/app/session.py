@@ -17,6 +17,12 @@ requests (:mod:`teg.app.protocol`) until the program closes its end:
   the emulator lacks, a launch past ``--max-instructions`` or a call teg does not implement stops
   the program, and teg exits 2 with no output written.
 
+A *launch hook* (``Session(hook=…)``, :class:`LaunchHook`) sees every launch before it runs (a
+:class:`LaunchView`: kernel, geometry, parameters, SASS, constant banks, device memory) and may
+take its rows instead of the output folder, as a :class:`teg.emu.launch.RowSink` of its own (to
+estimate each launch as soon as it ran and keep no trace on disk); it is told when the launch has
+run, with its warp instructions or its fault.
+
 The output is the native trace format (:mod:`teg.trace.native`) with one kernel per traced launch,
 in launch order (kernel id = launch number, counted from 1), and an ``application`` entry in
 ``meta.json``: the command line, the exit status, the machine, the launch count and, per traced
@@ -95,12 +101,48 @@ class Kernel:
         return self.launch_id
 
 
+@dataclass
+class LaunchView:
+    """One launch as a :class:`LaunchHook` sees it, before it runs: ``id`` counted from 1, the
+    kernel's mangled name, geometry, dynamic shared memory, stream, the packed parameter buffer, the
+    SASS (``program``, a :class:`teg.sass.Program` with control codes) and cubin image, the constant
+    banks the launch reads, and device memory as the launch finds it: ``memory`` (bytes; byte 0 is
+    the program's address ``base``) and the live ``allocations`` (program address, bytes)."""
+
+    id: int
+    kernel: str
+    grid: tuple
+    block: tuple
+    shmem: int
+    stream: int
+    params: bytes
+    program: object
+    image: object
+    banks: dict
+    memory: np.ndarray
+    base: int
+    allocations: list
+
+
+class LaunchHook:
+    """Per-launch callbacks of a :class:`Session` (the default does nothing)."""
+
+    def before(self, launch: LaunchView):
+        """A :class:`teg.emu.launch.RowSink` that receives the launch's rows (then the launch is not
+        written to the output folder), or None (the session's own choice: traced if selected)."""
+        return None
+
+    def after(self, launch: LaunchView, rows: int | None, fault: str | None) -> None:
+        """The launch has run: ``rows`` warp instructions, or ``fault`` (rows None)."""
+
+
 class Session:
     """One run of one program (see the module docstring)."""
 
     def __init__(self, argv: list[str], out: Path, machine: str | None = None, launches: str | None = None,
                  max_instructions: int = 500_000_000, estimate: bool = False, force: bool = False,
-                 device_memory: int | None = None, progress: bool | None = None, stop_after: int | None = None):
+                 device_memory: int | None = None, progress: bool | None = None, stop_after: int | None = None,
+                 hook: LaunchHook | None = None):
         from teg.analysis.application import ApplicationError, kernel_matcher
         from teg.app.program import check, resolve
 
@@ -132,6 +174,7 @@ class Session:
         if stop_after is not None and stop_after < 1:
             raise AppError(f"--stop-after {stop_after}: must be at least 1")
         self.stopped_after: int | None = None
+        self.hook = hook
         self.device_memory = int(device_memory) if device_memory else default_size()
         self.progress = sys.stderr.isatty() if progress is None else progress
         self.modules: list[Module] = []
@@ -581,18 +624,24 @@ class Session:
         from teg.trace.native import KernelWriter
 
         compiled = self._compiled(k)
-        selected = self._selected(k, lid)
+        lo, hi = self.heap.ranges()
+        banks = self._banks(k)
+        view = hooked = None
+        if self.hook is not None:
+            view = LaunchView(lid, k.name, grid, block, shmem, stream, params, compiled.program, k.image, banks,
+                              self.heap.bytes, self.heap.base, [(int(a), int(b) - int(a)) for a, b in zip(lo[1:], hi[1:])])
+            hooked = self.hook.before(view)
+        selected = hooked is None and self._selected(k, lid)
         writer = None
         if selected:
             writer = self.writer.kernel()
-        elif self.estimate:
-            writer = KernelWriter(self.work / f"scratch{lid}")
-        sink = TraceStreamer(writer) if writer is not None else Discard()
-        lo, hi = self.heap.ranges()
+        elif self.estimate and hooked is None:
+            writer = KernelWriter(self.work / f"scratch{lid}", compact=False)    # mapped by _estimate, not decoded
+        sink = hooked if hooked is not None else TraceStreamer(writer) if writer is not None else Discard()
         mem = GlobalMemory(self.heap.bytes, lo, hi, self.heap.describe)
         t0 = time.perf_counter()
         try:
-            rows = execute(compiled.program, k.image, grid, block, shmem, params, mem, sink, self._banks(k),
+            rows = execute(compiled.program, k.image, grid, block, shmem, params, mem, sink, banks,
                            max_rows=self.max_rows, compiled=compiled, kernel_id=lid, stream=stream,
                            progress=lambda n: self._show(lid, k, n))
         except MemoryFault as exc:
@@ -601,6 +650,8 @@ class Session:
             code = FAULT_CODES.get(getattr(exc, "emu_code", None), 700)
             self._say(f"launch {lid}: {exc}")
             self.faults.append(f"launch {lid}: {exc}")
+            if view is not None:
+                self.hook.after(view, None, str(exc))
             return code
         except EmulatorError as exc:
             if writer is not None:
@@ -609,6 +660,8 @@ class Session:
         finally:
             self.emulated_s += time.perf_counter() - t0
         self.rows_total += rows
+        if view is not None:
+            self.hook.after(view, rows, None)
         entry = sink.finish() if writer is not None else None
         if selected:
             self.writer.add(entry)
@@ -616,7 +669,7 @@ class Session:
                                 "dynamic_shared": shmem, "stream": stream, "warp_instructions": rows,
                                 "params": params.hex(),
                                 "allocations": [[int(a), int(b) - int(a)] for a, b in zip(lo[1:], hi[1:])]})
-        if self.estimate:
+        if self.estimate and writer is not None:
             self.clock_us += self._estimate(compiled, writer.dir.parent, entry)
             if not selected:
                 shutil.rmtree(writer.dir, ignore_errors=True)
@@ -626,10 +679,9 @@ class Session:
     def _estimate(self, compiled, folder: Path, entry: dict) -> float:
         """teg's estimate (µs) of the launch whose trace ``entry`` was written under ``folder``."""
         from teg.engine import Options, load_inputs, lower, run
-        from teg.trace.native import _load_kernel
-        from teg.trace.npyread import map_npy
+        from teg.trace.native import load_kernel_folder
 
-        kt = _load_kernel(entry, lambda kdir, name: map_npy(folder / kdir / f"{name}.npy"), str(folder))
+        kt = load_kernel_folder(folder, entry)
         f = load_inputs(sass=compiled.program, trace=kt, machine=self.machine)
         r = run(lower(f.program, kt, f.machine, Options()))
         return float(r.time_us or 0.0)

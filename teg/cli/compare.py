@@ -94,7 +94,7 @@ def compare_cmd(sass, trace_path, kernel_name, machine, measured, measured_file,
     The inputs are resolved as for ``teg estimate``; the trace is required (it gives the dynamic
     counts every analytical model needs)."""
     from teg.analysis.compare import compare, load_measured
-    from teg.engine.inputs import load_inputs
+    from teg.engine import load_inputs
     from teg.engine.options import Options
 
     inp = load_inputs(sass=sass, trace=trace_path, machine=machine, kernel=kernel_name)

@@ -43,18 +43,24 @@ def trace_run(source: Path, kernel, grid, block, shmem, args, arch, sass, fmt, o
 
     import teg.trace as tt
     from teg import fileio
-    from teg.emu import run
-    from teg.trace.native import replaceable
+    from teg.emu.launch import emulate, emulate_to_trace, load_kernel
+    from teg.trace.native import TraceWriter, replaceable
 
     fileio.prepare(out, replaceable, force)              # refuse before a long emulation, not after it
     folder = outputs or out.with_name(out.name + ".outputs")
     fileio.prepare(folder, fileio.folder_marked, force)
-    result = run(source, kernel, grid, block, list(args), shmem=shmem, arch=arch, sass=sass, max_rows=max_instructions)
-    written = (tt.write_accelsim(result.trace, out, force=force) if fmt == "accelsim"
-               else tt.save(result.trace, out, force=force))
+    prog, image = load_kernel(source, kernel, arch, sass)
+    if fmt == "accelsim":
+        result = emulate(prog, image, grid, block, list(args), shmem, max_rows=max_instructions)
+        written = tt.write_accelsim(result.trace, out, force=force)
+        buffers = result.outputs
+        rows, warps = result.kernel_trace.num_rows, result.kernel_trace.num_warps
+    else:                    # the native trace is streamed to its files as the launch runs
+        with TraceWriter(out, force=force) as tw:
+            buffers, entry = emulate_to_trace(tw, prog, image, grid, block, list(args), shmem, max_rows=max_instructions)
+            written = tw.commit()
+        rows, warps = entry["rows"], entry["warps"]
     with fileio.atomic_folder(folder, kind=OUTPUTS_KIND, force=force) as tmp:
-        for name, arr in result.outputs.items():
+        for name, arr in buffers.items():
             np.save(tmp / f"{name}.npy", arr)
-    kt = result.kernel_trace
-    click.echo(f"{result.program.name}: {kt.num_rows:,} warp instructions from {kt.num_warps:,} warps; "
-               f"trace {written}; buffers in {folder}")
+    click.echo(f"{prog.name}: {rows:,} warp instructions from {warps:,} warps; trace {written}; buffers in {folder}")

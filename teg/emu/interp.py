@@ -32,7 +32,8 @@ import numpy as np
 from numba import njit
 
 from teg.emu import ops as O
-from teg.emu.numerics import (M32, adjust_f64, bits_of_f32, bits_of_f64, f2h, f2i, f32_of, f64_of, fma,
+from teg.emu.numerics import (M32, adjust_f64, bits_of_f32, bits_of_f32_as, bits_of_f64, f2h, f2i, f32_bits_as, f32_of,
+                              f64_of, fma, fma32,
                               fma_f32_bits, ftz32, h2f, round_f32_bits, round_int, s32)
 
 FULL = 0xFFFFFFFF
@@ -1526,11 +1527,385 @@ def _x_ld(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf, sq, sd
     return 0
 
 
+# ---- specialised forms: branch-free lane loops over resolved operands (lower.specialize) ----------
+# Every source is ``regs[row] | imm`` (an immediate reads the zero rows), its modifier
+# ``(x ^ xor) + add``; results are computed for all 32 lanes into ``tmp`` and written in the
+# lanes of ``ex`` (a destination of RZ is the junk rows), so the lane loops vectorise. Each form
+# gives the general executor's result bit for bit; where it cannot (a NaN float result, an
+# address that is misaligned or leaves its window) it returns False before writing anything
+# and the general executor runs the instruction instead.
+
+@njit(cache=True, inline="always")
+def _wr(regs, w, d, ex, tmp):
+    """Row ``d`` takes ``tmp`` in the lanes of ``ex``."""
+    if ex == FULL:
+        for l in range(32):
+            regs[w, d, l] = tmp[l]
+    else:
+        for l in range(32):
+            if (ex >> l) & 1:
+                regs[w, d, l] = tmp[l]
+
+
+@njit(cache=True, inline="always")
+def _wpred(pm, w, slot, bits, ex):
+    pm[w, slot] = (pm[w, slot] & ~ex & FULL) | (bits & ex)
+
+
+@njit(cache=True, inline="always")
+def _opnd3(fx, pc, j):
+    """Source ``j`` (0, 1, 2: a, b, c) of a form: (row, immediate, xor, add)."""
+    return fx[pc, O.FX_A + j], fx[pc, O.FX_IA + j], fx[pc, O.FX_XA + j], fx[pc, O.FX_NA + j]
+
+
+@njit(cache=True, inline="always")
+def _v32(regs, w, l, r, i, x, a):
+    """A 32-bit source of lane ``l`` from its (row, immediate, xor, add), masked to 32 bits."""
+    return (((np.int64(regs[w, r, l]) | i) ^ x) + a) & M32
+
+
+@njit(cache=True)
+def _f_mov(regs, w, fx, pc, ex, tmp, tmp2, wide):
+    """MOV / LDC of a resolved constant: 32 bits, or a pair (MOV.64, LDC.64); both words are read
+    before either is written."""
+    ra, ia, d = fx[pc, O.FX_A], fx[pc, O.FX_IA], fx[pc, O.FX_D]
+    hi = (ia >> 32) & M32
+    for l in range(32):
+        tmp[l] = (np.int64(regs[w, ra, l]) | ia) & M32
+    if wide:
+        for l in range(32):
+            tmp2[l] = np.int64(regs[w, ra + 1, l]) | hi
+    _wr(regs, w, d, ex, tmp)
+    if wide:
+        _wr(regs, w, d + 1, ex, tmp2)
+
+
+@njit(cache=True)
+def _f_iadd3(regs, pm, w, fx, pc, ex, tmp):
+    ci0 = (pm[w, fx[pc, O.FX_Q0]] ^ fx[pc, O.FX_QX0]) & FULL
+    ci1 = (pm[w, fx[pc, O.FX_Q1]] ^ fx[pc, O.FX_QX1]) & FULL
+    ra, rb, rc = fx[pc, O.FX_A], fx[pc, O.FX_B], fx[pc, O.FX_C]
+    ia, ib, ic = fx[pc, O.FX_IA], fx[pc, O.FX_IB], fx[pc, O.FX_IC]
+    xa, xb, xc = fx[pc, O.FX_XA], fx[pc, O.FX_XB], fx[pc, O.FX_XC]
+    na, nb, nc = fx[pc, O.FX_NA], fx[pc, O.FX_NB], fx[pc, O.FX_NC]
+    po0 = 0
+    po1 = 0
+    for l in range(32):
+        s = (((np.int64(regs[w, ra, l]) | ia) ^ xa) + na + ((np.int64(regs[w, rb, l]) | ib) ^ xb) + nb
+             + ((np.int64(regs[w, rc, l]) | ic) ^ xc) + nc + ((ci0 >> l) & 1) + ((ci1 >> l) & 1))
+        tmp[l] = s & M32
+        carry = s >> 32
+        po0 |= (1 if carry >= 1 else 0) << l
+        po1 |= (1 if carry >= 2 else 0) << l
+    _wr(regs, w, fx[pc, O.FX_D], ex, tmp)
+    _wpred(pm, w, fx[pc, O.FX_P0], po0, ex)
+    _wpred(pm, w, fx[pc, O.FX_P1], po1, ex)
+
+
+@njit(cache=True)
+def _f_imad(regs, pm, w, fx, pc, ex, tmp):
+    """IMAD (low word): (a·b mod 2³²) + c + ci, carry-out po."""
+    ci = (pm[w, fx[pc, O.FX_Q0]] ^ fx[pc, O.FX_QX0]) & FULL
+    ra, ia, xa, na = _opnd3(fx, pc, 0)
+    rb, ib, xb, nb = _opnd3(fx, pc, 1)
+    rc, ic, xc, nc = _opnd3(fx, pc, 2)
+    po = 0
+    for l in range(32):
+        a = _v32(regs, w, l, ra, ia, xa, na)
+        b = _v32(regs, w, l, rb, ib, xb, nb)
+        c = _v32(regs, w, l, rc, ic, xc, nc)
+        full = ((a * b) & M32) + c + ((ci >> l) & 1)
+        tmp[l] = full & M32
+        po |= (1 if (full >> 32) != 0 else 0) << l
+    _wr(regs, w, fx[pc, O.FX_D], ex, tmp)
+    _wpred(pm, w, fx[pc, O.FX_P0], po, ex)
+
+
+@njit(cache=True)
+def _f_imadw(regs, pm, w, fx, pc, ex, tmp, tmp2, unsigned):
+    """IMAD.WIDE[.U32]: the 64-bit product plus the pair (or 64-bit immediate) c into a pair."""
+    ci = (pm[w, fx[pc, O.FX_Q0]] ^ fx[pc, O.FX_QX0]) & FULL
+    ra, ia, xa, na = _opnd3(fx, pc, 0)
+    rb, ib, xb, nb = _opnd3(fx, pc, 1)
+    rc, ic, xc, nc = _opnd3(fx, pc, 2)
+    po = 0
+    for l in range(32):
+        a = _v32(regs, w, l, ra, ia, xa, na)
+        b = _v32(regs, w, l, rb, ib, xb, nb)
+        c = ((np.int64(regs[w, rc, l]) | (np.int64(regs[w, rc + 1, l]) << 32) | ic) ^ xc) + nc
+        p = a * b if unsigned else s32(a) * s32(b)
+        res = p + c + ((ci >> l) & 1)
+        ua = (p & M32) + (c & M32)
+        po |= ((((p >> 32) & M32) + ((c >> 32) & M32) + (ua >> 32)) >> 32 & 1) << l
+        tmp[l] = res & M32
+        tmp2[l] = (res >> 32) & M32
+    d = fx[pc, O.FX_D]
+    _wr(regs, w, d, ex, tmp)
+    _wr(regs, w, d + 1, ex, tmp2)
+    _wpred(pm, w, fx[pc, O.FX_P0], po, ex)
+
+
+@njit(cache=True)
+def _f_lea(regs, pm, w, fx, pc, ex, tmp, hi):
+    """LEA (a << s) + b + ci (-a: the complement of the shifted word) and LEA.HI (the high word of
+    the pair c:a shifted left), carry-out po."""
+    ci = (pm[w, fx[pc, O.FX_Q0]] ^ fx[pc, O.FX_QX0]) & FULL
+    sh = fx[pc, O.FX_K]
+    ra, ia, xa, na = fx[pc, O.FX_A], fx[pc, O.FX_IA], fx[pc, O.FX_XA], fx[pc, O.FX_NA]
+    rb, ib, xb, nb = fx[pc, O.FX_B], fx[pc, O.FX_IB], fx[pc, O.FX_XB], fx[pc, O.FX_NB]
+    rc, ic = fx[pc, O.FX_C], fx[pc, O.FX_IC]
+    po = 0
+    for l in range(32):
+        a = np.int64(regs[w, ra, l]) | ia
+        if hi:
+            a = ((a ^ xa) + na) & M32
+            x = ((((np.int64(regs[w, rc, l]) | ic) << 32) | a) << sh >> 32) & M32
+        else:
+            x = (((a << sh) & M32) ^ xa) + na
+        s = x + ((np.int64(regs[w, rb, l]) | ib) ^ xb) + nb + ((ci >> l) & 1)
+        tmp[l] = s & M32
+        po |= (1 if (s >> 32) != 0 else 0) << l
+    _wr(regs, w, fx[pc, O.FX_D], ex, tmp)
+    _wpred(pm, w, fx[pc, O.FX_P0], po, ex)
+
+
+@njit(cache=True)
+def _f_lop3(regs, pm, w, fx, pc, ex, tmp):
+    """LOP3: each set bit i of the LUT adds the minterm (a or ~a)&(b or ~b)&(c or ~c) of i."""
+    lut = fx[pc, O.FX_K]
+    ra, ia, xa, aa = _opnd3(fx, pc, 0)
+    rb, ib, xb, ab = _opnd3(fx, pc, 1)
+    rc, ic, xc, ac = _opnd3(fx, pc, 2)
+    pd = 0
+    for l in range(32):
+        a = _v32(regs, w, l, ra, ia, xa, aa)
+        b = _v32(regs, w, l, rb, ib, xb, ab)
+        c = _v32(regs, w, l, rc, ic, xc, ac)
+        na, nb, nc = a ^ M32, b ^ M32, c ^ M32
+        r = ((na & nb & nc) & -(lut & 1)) | ((na & nb & c) & -((lut >> 1) & 1)) \
+            | ((na & b & nc) & -((lut >> 2) & 1)) | ((na & b & c) & -((lut >> 3) & 1)) \
+            | ((a & nb & nc) & -((lut >> 4) & 1)) | ((a & nb & c) & -((lut >> 5) & 1)) \
+            | ((a & b & nc) & -((lut >> 6) & 1)) | ((a & b & c) & -((lut >> 7) & 1))
+        tmp[l] = r
+        pd |= (1 if r != 0 else 0) << l
+    _wr(regs, w, fx[pc, O.FX_D], ex, tmp)
+    _wpred(pm, w, fx[pc, O.FX_P0], pd, ex)
+
+
+@njit(cache=True)
+def _f_shf(regs, w, fx, pc, ex, tmp):
+    """SHF (the general executor's arithmetic, per lane without branches on the form)."""
+    k = fx[pc, O.FX_K]
+    left, high, signed, wide64, wrap = k & 1, (k >> 1) & 1, (k >> 2) & 1, (k >> 3) & 1, (k >> 4) & 1
+    lim = 64 if wide64 else 32
+    ra, ia, xa, na = _opnd3(fx, pc, 0)
+    rb, ib, xb, nb = _opnd3(fx, pc, 1)
+    rc, ic, xc, nc = _opnd3(fx, pc, 2)
+    for l in range(32):
+        lo = _v32(regs, w, l, ra, ia, xa, na)
+        s = _v32(regs, w, l, rb, ib, xb, nb)
+        hi = _v32(regs, w, l, rc, ic, xc, nc)
+        if wrap:
+            s = s & 31
+        else:
+            s = lim if s > lim else s
+        val = (hi << 32) | lo
+        if left:
+            res = (val << s) if s < 64 else 0
+        elif signed:
+            res = ((s32(hi) << 32) | lo) >> (s if s < 64 else 63)
+        else:
+            res = np.int64(np.uint64(val) >> np.uint64(s)) if s < 64 else 0
+        tmp[l] = ((res >> 32) if high else res) & M32
+    _wr(regs, w, fx[pc, O.FX_D], ex, tmp)
+
+
+@njit(cache=True)
+def _f_isetp(regs, pm, w, fx, pc, ex):
+    """ISETP (not .EX): c = a cmp b (signed: the sign bits flipped, then compared unsigned);
+    pd = c bool pin, pq = ¬c bool pin."""
+    bits, bop = fx[pc, O.FX_K], fx[pc, O.FX_K2]
+    flip = 0 if fx[pc, O.FX_K3] else 0x80000000
+    lt_on, eq_on, gt_on = -(bits & 1), -((bits >> 1) & 1), -((bits >> 2) & 1)
+    ra, ia, xa, na = _opnd3(fx, pc, 0)
+    rb, ib, xb, nb = _opnd3(fx, pc, 1)
+    cm = 0
+    for l in range(32):
+        a = _v32(regs, w, l, ra, ia, xa, na) ^ flip
+        b = _v32(regs, w, l, rb, ib, xb, nb) ^ flip
+        c = ((-1 if a < b else 0) & lt_on) | ((-1 if a == b else 0) & eq_on) | ((-1 if a > b else 0) & gt_on)
+        cm |= (c & 1) << l
+    pin = (pm[w, fx[pc, O.FX_Q0]] ^ fx[pc, O.FX_QX0]) & FULL
+    nc = ~cm & FULL
+    if bop == 0:
+        rp, rq = cm & pin, nc & pin
+    elif bop == 1:
+        rp, rq = cm | pin, nc | pin
+    else:
+        rp, rq = cm ^ pin, nc ^ pin
+    _wpred(pm, w, fx[pc, O.FX_P0], rp, ex)
+    _wpred(pm, w, fx[pc, O.FX_P1], rq, ex)
+
+
+@njit(cache=True)
+def _f_sel(regs, pm, w, fx, pc, ex, tmp):
+    p = (pm[w, fx[pc, O.FX_Q0]] ^ fx[pc, O.FX_QX0]) & FULL
+    ra, ia, xa, na = _opnd3(fx, pc, 0)
+    rb, ib, xb, nb = _opnd3(fx, pc, 1)
+    for l in range(32):
+        a = _v32(regs, w, l, ra, ia, xa, na)
+        b = _v32(regs, w, l, rb, ib, xb, nb)
+        tmp[l] = a if (p >> l) & 1 else b
+    _wr(regs, w, fx[pc, O.FX_D], ex, tmp)
+
+
+@njit(cache=True, inline="always")
+def _vf(regs, w, l, r, i, x, a):
+    """Float32 source of lane ``l``: |x| (``a`` clears the sign bit) then -x (``x`` flips it), as
+    interp._fmod."""
+    return f32_bits_as(((np.int64(regs[w, r, l]) | i) & a) ^ x)
+
+
+@njit(cache=True)
+def _f_float(regs, w, fx, pc, ex, tmp, form):
+    """FADD / FMUL / FFMA, round to nearest, no .FTZ/.SAT/scale: float32 arithmetic and fma are
+    correctly rounded, as the general executor's exact-in-double results rounded once. A NaN
+    result returns False (its payload follows the general executor's operand order)."""
+    ra, ia, xa, na = _opnd3(fx, pc, 0)
+    rb, ib, xb, nb = _opnd3(fx, pc, 1)
+    rc, ic, xc, nc = _opnd3(fx, pc, 2)
+    nan = 0
+    for l in range(32):
+        a = _vf(regs, w, l, ra, ia, xa, na)
+        b = _vf(regs, w, l, rb, ib, xb, nb)
+        if form == O.F_FFMA:
+            r = fma32(a, b, _vf(regs, w, l, rc, ic, xc, nc))
+        elif form == O.F_FADD:
+            r = a + b
+        else:
+            r = a * b
+        bits = bits_of_f32_as(r)
+        tmp[l] = bits
+        nan |= (1 if (bits & 0x7FFFFFFF) > 0x7F800000 else 0) << l
+    if nan & ex:
+        return False
+    _wr(regs, w, fx[pc, O.FX_D], ex, tmp)
+    return True
+
+
+@njit(cache=True)
+def _f_mem(regs, w, fx, pc, m, g8, g32, alo, ahi, s8, s32_, l8, l32, local_size, addrs, nadr, store):
+    """LD / ST of 1, 2, 4, 8 or 16 bytes per lane (global, shared or local) for the lanes of ``m``:
+    the addresses are computed and appended at ``addrs[nadr:]`` first; if every one is aligned and
+    inside one allocation (global) or the window, the lanes are loaded or stored in lane order and
+    the number of addresses is returned, else -1 with nothing changed (the general executor then
+    reports the fault where it happens)."""
+    space, width, typ = fx[pc, O.FX_K], fx[pc, O.FX_K2], fx[pc, O.FX_K3]
+    ra, wide, sc, off0 = fx[pc, O.FX_A], fx[pc, O.FX_XA], fx[pc, O.FX_NA], fx[pc, O.FX_IA]
+    ru, upair = fx[pc, O.FX_B], fx[pc, O.FX_XB]
+    amask = (width if width <= 16 else 16) - 1
+    n = 0
+    bad = 0
+    lo_a = np.int64(0)
+    hi_a = np.int64(0)
+    for l in range(32):
+        if (m >> l) & 1:
+            addr = np.int64(regs[w, ra, l])
+            if wide:
+                addr |= np.int64(regs[w, ra + 1, l]) << 32
+            addr = (addr << sc) + off0
+            u = np.int64(regs[w, ru, l])
+            if upair:
+                u |= np.int64(regs[w, ru + 1, l]) << 32
+            addr += u
+            if space != O.SP_GLOBAL:
+                addr &= M32
+            addrs[nadr + n] = np.uint64(addr)
+            if n == 0:
+                lo_a = addr
+                hi_a = addr
+            else:
+                lo_a = min(lo_a, addr)
+                hi_a = max(hi_a, addr)
+            n += 1
+            bad |= addr & amask
+    if n == 0:
+        return 0
+    if bad:
+        return -1
+    if space == O.SP_GLOBAL:
+        j = _alloc_of(lo_a, alo)
+        if j <= 0 or hi_a + width > ahi[j]:
+            return -1
+        base = alo[0]
+        mem8, mem32 = g8, g32
+    elif space == O.SP_SHARED:
+        if hi_a + width > s8.shape[0]:
+            return -1
+        base = 0
+        mem8, mem32 = s8, s32_
+    else:
+        if hi_a + width > local_size:
+            return -1
+        base = 0
+        mem8, mem32 = l8, l32
+    d = fx[pc, O.FX_D]
+    rc, ic = fx[pc, O.FX_C], fx[pc, O.FX_IC]
+    k = 0
+    for l in range(32):
+        if (m >> l) & 1:
+            off = np.int64(addrs[nadr + k]) - base
+            k += 1
+            if space == O.SP_LOCAL:
+                off += (w * 32 + l) * local_size
+            q = off >> 2
+            if store:
+                if width == 4:
+                    mem32[q] = np.uint32((np.int64(regs[w, rc, l]) | ic) & M32)
+                elif width == 8:
+                    mem32[q] = np.uint32((np.int64(regs[w, rc, l]) | ic) & M32)
+                    mem32[q + 1] = np.uint32((np.int64(regs[w, rc + 1, l]) | (ic >> 32)) & M32)
+                elif width == 16:
+                    for j in range(4):
+                        mem32[q + j] = regs[w, rc + j, l]
+                else:
+                    _store(mem8, mem32, off, width, np.int64(regs[w, rc, l]) | ic)
+            else:
+                if width == 4:
+                    regs[w, d, l] = mem32[q]
+                elif width == 8:
+                    regs[w, d, l] = mem32[q]
+                    regs[w, d + 1, l] = mem32[q + 1]
+                elif width == 16:
+                    for j in range(4):
+                        regs[w, d + j, l] = mem32[q + j]
+                else:
+                    regs[w, d, l] = np.uint32(_load(mem8, mem32, off, width, typ) & M32)
+    return n
+
+
+@njit(cache=True)
+def _alloc_of(addr, alo):
+    """Index of the last allocation starting at or below ``addr`` (0: below every allocation)."""
+    lo = 1
+    hi = alo.shape[0] - 1
+    j = 0
+    while lo <= hi:
+        mid = (lo + hi) >> 1
+        if alo[mid] <= addr:
+            j = mid
+            lo = mid + 1
+        else:
+            hi = mid - 1
+    return j
+
+
 @njit(cache=True)
 def _pick(w, lane_pc, lane_st, lane_wait):
     """Next lane group of warp ``w``: first release BSYNC/WARPSYNC waits whose lanes have all
-    arrived (or exited), then take the runnable lanes at the lowest PC. Returns (pc, mask); mask is
-    -1 for a deadlock, -2 when the remaining lanes wait on BAR.SYNC, -3 when all have exited."""
+    arrived (or exited), then take the runnable lanes at the lowest PC. Returns (pc, mask, others):
+    mask is -1 for a deadlock, -2 when the remaining lanes wait on BAR.SYNC, -3 when all have
+    exited; others the runnable lanes outside the group."""
     exited = 0
     runnable = 0
     waiting = 0
@@ -1560,11 +1935,11 @@ def _pick(w, lane_pc, lane_st, lane_wait):
                     waiting &= ~at
     if runnable == 0:
         if waiting != 0:
-            return 0, -1
+            return 0, -1, 0
         for l in range(32):
             if lane_st[w, l] == WAITBAR:
-                return 0, -2
-        return 0, -3
+                return 0, -2, 0
+        return 0, -3, 0
     pc = 1 << 40
     for l in range(32):
         if (runnable >> l) & 1 and lane_pc[w, l] < pc:
@@ -1573,29 +1948,43 @@ def _pick(w, lane_pc, lane_st, lane_wait):
     for l in range(32):
         if (runnable >> l) & 1 and lane_pc[w, l] == pc:
             gmask |= 1 << l
-    return pc, gmask
+    return pc, gmask, runnable & ~gmask
 
 
 @njit(cache=True)
-def run_warp(w, code, okind, oreg, oval, oflag, regs, pm, lane_pc, lane_st, lane_wait, bar, grp, ins_addr,
+def run_warp(w, code, fx, okind, oreg, oval, oflag, regs, pm, lane_pc, lane_st, lane_wait, bar, grp, ins_addr,
              block_xyz, grid_xyz, blk, nthreads, g8, g32, alo, ahi, s8, s32_, l8, l32, local_size,
-             cb32, rows_w, rows_i, rows_m, rows_na, addrs, cnt, err, su, sf, sq, sd, row_warp):
+             cb32, rows_w, rows_i, rows_m, rows_na, addrs, cnt, err, su, sf, sq, sd, row_warp, tmp, tmp2, record):
     """Run warp ``w`` of the current block until all its lanes exit (ST_OK), it blocks on BAR.SYNC
-    (ST_BAR), the trace buffers are full (ST_FULL, resumable) or an error (err[0] ≥ 10)."""
+    (ST_BAR), the trace buffers are full (ST_FULL, resumable) or an error (err[0] ≥ 10).
+
+    Instructions with a specialised form (``fx``, :func:`teg.emu.lower.specialize`) run on their
+    branch-free lane loops, the others on the general executors. A uniform branch taken (or not)
+    by every runnable lane keeps the group without rescheduling. ``record`` False: rows are
+    counted (``cnt[0]``) but nothing is stored (an untraced launch)."""
     cx = blk % grid_xyz[0]
     cy = (blk // grid_xyz[0]) % grid_xyz[1]
     cz = blk // (grid_xyz[0] * grid_xyz[1])
     cap_rows = rows_w.shape[0]
     cap_addr = addrs.shape[0]
     n_ins = code.shape[0]
+    nrow = cnt[0]
+    nadr = cnt[1]
     while True:
         if grp[w, 1] != 0:     # resume the group a full trace buffer interrupted
             pc = grp[w, 0]
             gmask = grp[w, 1]
             grp[w, 1] = 0
+            others = 0
+            for l in range(32):
+                if lane_st[w, l] == RUN:
+                    others |= 1 << l
+            others &= ~gmask
         else:
-            pc, gmask = _pick(w, lane_pc, lane_st, lane_wait)
+            pc, gmask, others = _pick(w, lane_pc, lane_st, lane_wait)
             if gmask < 0:
+                cnt[0] = nrow
+                cnt[1] = nadr
                 if gmask == -1:
                     _mem_fault(err, E_DEADLOCK, lane_pc[w, 0], w * 32, 0)
                     return err[0]
@@ -1603,29 +1992,97 @@ def run_warp(w, code, okind, oreg, oval, oflag, regs, pm, lane_pc, lane_st, lane
         # ---- run the group straight until a control instruction ----
         while True:
             if pc < 0 or pc >= n_ins:
+                cnt[0] = nrow
+                cnt[1] = nadr
                 _mem_fault(err, E_RETURN, pc if pc < n_ins else n_ins - 1, w * 32, pc)
                 return err[0]
-            if cnt[0] >= cap_rows or cnt[1] + 64 > cap_addr:
+            if nrow >= cap_rows or nadr + 64 > cap_addr:
                 grp[w, 0] = pc
                 grp[w, 1] = gmask
+                cnt[0] = nrow
+                cnt[1] = nadr
                 return ST_FULL
-            op = code[pc, O.C_OP]
-            if op < 0:
-                _mem_fault(err, E_UNSUPPORTED, pc, w * 32, 0)
-                return err[0]
+            form = fx[pc, O.FX_OP]
             g = pm[w, code[pc, O.C_GUARD]]
             if code[pc, O.C_GINV]:
                 g = ~g & FULL
             m = gmask & g
-            r = cnt[0]
-            rows_w[r] = row_warp
-            rows_i[r] = pc
-            rows_m[r] = np.uint32(m)
-            rows_na[r] = 0
-            cnt[0] = r + 1
+            r = nrow
+            if record:
+                rows_w[r] = row_warp
+                rows_i[r] = pc
+                rows_m[r] = np.uint32(m)
+                rows_na[r] = 0
+            nrow = r + 1
             ex = m
             if code[pc, O.C_UNIFORM]:
                 ex = FULL if g == FULL or (g & gmask) != 0 else 0
+            if form != O.F_GENERAL:
+                if form == O.F_FFMA or form == O.F_FADD or form == O.F_FMUL:
+                    if _f_float(regs, w, fx, pc, ex, tmp, form):
+                        pc += 1
+                        continue
+                elif form == O.F_IADD3:
+                    _f_iadd3(regs, pm, w, fx, pc, ex, tmp)
+                    pc += 1
+                    continue
+                elif form == O.F_LD or form == O.F_ST:
+                    na = _f_mem(regs, w, fx, pc, m, g8, g32, alo, ahi, s8, s32_, l8, l32, local_size, addrs, nadr,
+                                form == O.F_ST)
+                    if na >= 0:
+                        if record:
+                            rows_na[r] = na
+                            nadr += na
+                        pc += 1
+                        continue
+                elif form == O.F_IMAD:
+                    _f_imad(regs, pm, w, fx, pc, ex, tmp)
+                    pc += 1
+                    continue
+                elif form == O.F_MOV or form == O.F_MOV64:
+                    _f_mov(regs, w, fx, pc, ex, tmp, tmp2, form == O.F_MOV64)
+                    pc += 1
+                    continue
+                elif form == O.F_ISETP:
+                    _f_isetp(regs, pm, w, fx, pc, ex)
+                    pc += 1
+                    continue
+                elif form == O.F_LEA or form == O.F_LEAHI:
+                    _f_lea(regs, pm, w, fx, pc, ex, tmp, form == O.F_LEAHI)
+                    pc += 1
+                    continue
+                elif form == O.F_LOP3:
+                    _f_lop3(regs, pm, w, fx, pc, ex, tmp)
+                    pc += 1
+                    continue
+                elif form == O.F_IMADW or form == O.F_IMADWU:
+                    _f_imadw(regs, pm, w, fx, pc, ex, tmp, tmp2, form == O.F_IMADWU)
+                    pc += 1
+                    continue
+                elif form == O.F_SHF:
+                    _f_shf(regs, w, fx, pc, ex, tmp)
+                    pc += 1
+                    continue
+                elif form == O.F_SEL:
+                    _f_sel(regs, pm, w, fx, pc, ex, tmp)
+                    pc += 1
+                    continue
+                elif form == O.F_BRA:
+                    if others == 0 and (m == gmask or m == 0):
+                        pc = code[pc, O.C_TARGET] if m != 0 else pc + 1
+                        continue
+                elif form == O.F_NOP:
+                    pc += 1
+                    continue
+            # ---- the general executors ----
+            op = code[pc, O.C_OP]
+            if op < 0:
+                cnt[0] = nrow - 1      # the instruction is not recorded
+                cnt[1] = nadr
+                _mem_fault(err, E_UNSUPPORTED, pc, w * 32, 0)
+                return err[0]
+            cnt[0] = nrow              # the general executors read and advance the counts there
+            cnt[1] = nadr
             # operands the control instructions below read (the other operations decode their own)
             m0 = code[pc, O.C_M]
             k0, k1 = okind[pc, 0], okind[pc, 1]
@@ -1789,22 +2246,28 @@ def run_warp(w, code, okind, oreg, oval, oflag, regs, pm, lane_pc, lane_st, lane
                     _mem_fault(err, E_UNSUPPORTED, pc, w * 32, 0)
                     return err[0]
                 break
+            nrow = cnt[0]
+            nadr = cnt[1]
             pc = nxt
 
 
-@njit(cache=True)
-def run_blocks(code, okind, oreg, oval, oflag, ins_addr, grid_xyz, block_xyz, nblocks, g8, g32, alo, ahi,
+@njit(cache=True, nogil=True)
+def run_blocks(code, fx, okind, oreg, oval, oflag, ins_addr, grid_xyz, block_xyz, nblocks, g8, g32, alo, ahi,
                s8, s32_, l8, l32, local_size, cb32, regs, pm, lane_pc, lane_st, lane_wait, bar, grp, wstat,
-               sched, rows_w, rows_i, rows_m, rows_na, addrs, cnt, err):
+               sched, rows_w, rows_i, rows_m, rows_na, addrs, cnt, err, record):
     """Run blocks ``sched[0]…nblocks-1`` (one after another; warps of a block round-robin between
-    BAR.SYNC barriers). Returns ST_OK when done, ST_FULL when a trace buffer filled (grow and call
-    again: all state lives in the arguments) or an error code (details in ``err``)."""
+    BAR.SYNC barriers). Returns ST_OK when done, ST_FULL when a trace buffer filled (hand the rows
+    on or grow the buffers, and call again: all state lives in the arguments) or an error code
+    (details in ``err``). Holds no GIL: launches' block ranges run in threads, each with its own
+    state arrays (the global memory is shared)."""
     nthreads = block_xyz[0] * block_xyz[1] * block_xyz[2]
     nw = (nthreads + 31) // 32
     su = np.zeros(1, np.uint32)
     sf = su.view(np.float32)
     sq = np.zeros(1, np.int64)
     sd = sq.view(np.float64)
+    tmp = np.zeros(32, np.int64)
+    tmp2 = np.zeros(32, np.int64)
     while sched[0] < nblocks:
         blk = sched[0]
         if sched[1] == 0:    # start the block: fresh predicates, lanes, barriers, shared memory
@@ -1827,10 +2290,10 @@ def run_blocks(code, okind, oreg, oval, oflag, ins_addr, grid_xyz, block_xyz, nb
             for w in range(nw):
                 if wstat[w] != 0:
                     continue
-                st = run_warp(w, code, okind, oreg, oval, oflag, regs, pm, lane_pc, lane_st, lane_wait, bar,
+                st = run_warp(w, code, fx, okind, oreg, oval, oflag, regs, pm, lane_pc, lane_st, lane_wait, bar,
                               grp, ins_addr, block_xyz, grid_xyz, blk, nthreads, g8, g32, alo, ahi, s8, s32_,
                               l8, l32, local_size, cb32, rows_w, rows_i, rows_m, rows_na, addrs, cnt, err,
-                              su, sf, sq, sd, blk * nw + w)
+                              su, sf, sq, sd, blk * nw + w, tmp, tmp2, record)
                 if st == ST_FULL or st >= 10:
                     return st
                 wstat[w] = 2 if st == ST_OK else 1

@@ -18,6 +18,7 @@ sm_90, 0x380 on sm_100).
 
 from __future__ import annotations
 
+import os
 import struct
 import subprocess
 import tempfile
@@ -32,7 +33,7 @@ from teg.emu import ops as O
 from teg.emu.args import Arg, parse_arg
 from teg.emu.cubin import MAX_SHARED, KernelImage, read_cubin
 from teg.emu.errors import EmulatorError, MemoryFault
-from teg.emu.lower import Lowered, lower, resolve_constants
+from teg.emu.lower import Lowered, lower, resolve_constants, specialize
 from teg.emu.memory import DeviceMemory
 from teg.sass.program import Program
 from teg.trace.model import MAX_TRACE_DST, MAX_TRACE_SRC, KernelInfo, KernelTrace, Trace, launch_problem
@@ -307,6 +308,15 @@ def emulate(prog: Program, image: KernelImage, grid, block, args: list, shmem: i
     :mod:`teg.emu.args`) and ``shmem`` bytes of dynamic shared memory. A launch that executes more
     than ``max_rows`` warp instructions stops with an error (an endless loop, or a launch too big
     to trace)."""
+    sink = TraceCollector()
+    mem, outputs = _emulate_into(sink, prog, image, grid, block, args, shmem, max_rows, initial_rows)
+    trace = Trace(kernels=[sink.kernel_trace()], memcpy=[(b.address, b.nbytes) for b in mem.buffers], source=prog.source)
+    return EmulationResult(trace, outputs, prog)
+
+
+def _emulate_into(sink: RowSink, prog: Program, image: KernelImage, grid, block, args: list, shmem: int,
+                  max_rows: int, chunk_rows: int = 1 << 20) -> tuple[DeviceMemory, dict[str, np.ndarray]]:
+    """:func:`emulate` with the rows handed to ``sink``: ``(device memory, buffers after the run)``."""
     grid, block = check_launch(prog, image, grid, block, shmem, max_rows)
     if len(args) != len(image.params):
         raise EmulatorError(f"kernel {prog.name} takes {len(image.params)} arguments, {len(args)} given")
@@ -315,13 +325,24 @@ def emulate(prog: Program, image: KernelImage, grid, block, args: list, shmem: i
     addresses = {i: mem.alloc(a.name, a.array).address for i, a in enumerate(parsed) if a.array is not None}
     params = pack_params(image, parsed, addresses)
     heap, alo, ahi = mem.heap()
-    sink = TraceCollector()
     execute(prog, image, grid, block, shmem, params, GlobalMemory(heap, alo, ahi, _buffers_text(mem)), sink,
-            max_rows=max_rows, chunk_rows=max(int(initial_rows), 1 << 10))
-    kt = sink.kernel_trace()
-    outputs = mem.read_back(heap)
-    trace = Trace(kernels=[kt], memcpy=[(b.address, b.nbytes) for b in mem.buffers], source=prog.source)
-    return EmulationResult(trace, outputs, prog)
+            max_rows=max_rows, chunk_rows=max(int(chunk_rows), 1 << 10))
+    return mem, mem.read_back(heap)
+
+
+def emulate_to_trace(writer, prog: Program, image: KernelImage, grid, block, args: list, shmem: int = 0,
+                     max_rows: int = 64_000_000) -> tuple[dict[str, np.ndarray], dict]:
+    """:func:`emulate` writing the trace as it runs: the launch is kernel 0 of the native
+    :class:`~teg.trace.native.TraceWriter` ``writer`` (its rows streamed in chunks, never held
+    whole; the caller commits the writer), with the buffers' device ranges as its ``memcpy``.
+    Returns the buffers after the run and the kernel's entry (``rows``, ``warps`` …)."""
+    sink = TraceStreamer(writer.kernel())
+    mem, outputs = _emulate_into(sink, prog, image, grid, block, args, shmem, max_rows)
+    entry = sink.finish()
+    writer.add(entry)
+    writer.meta["source"] = prog.source
+    writer.meta["memcpy"] = [[b.address, b.nbytes] for b in mem.buffers]
+    return outputs, entry
 
 
 # ---- running a launch with the trace streamed out in whole blocks --------------------------------
@@ -361,10 +382,16 @@ class RowSink:
         self.per_warp = np.zeros(nwarps, np.int64)
 
     def add(self, rw, ri, rm, rna, addrs) -> None:
-        rows, n_addr, addresses = expand_rows(self.compiled, self.info, rw, ri, rm, rna, addrs)
-        if len(rows["warp"]):
-            u, c = np.unique(rows["warp"], return_counts=True)
-            self.per_warp[u] += c
+        self.accept(expand_rows(self.compiled, self.info, rw, ri, rm, rna, addrs))
+
+    def accept(self, expanded: tuple) -> None:
+        """Take the rows :func:`expand_rows` made of whole blocks (grouped by warp)."""
+        rows, n_addr, addresses = expanded
+        warp = rows["warp"]
+        if len(warp):
+            first = int(warp[0])
+            counts = np.bincount(warp - first)
+            self.per_warp[first:first + len(counts)] += counts
         self.take(rows, n_addr, addresses)
 
     def take(self, rows: dict, n_addr: np.ndarray, addresses: np.ndarray) -> None:
@@ -438,35 +465,111 @@ COLUMN_SHAPES = {"warp": (np.int32, ()), "block": (np.int32, ()), "pc": (np.int6
 def expand_rows(compiled: Compiled, info: KernelInfo, rw, ri, rm, rna, addrs):
     """Rows of whole blocks in execution order → trace columns grouped by warp (a stable sort:
     each warp's rows stay in execution order) with each row's static columns expanded; returns
-    ``(columns, addresses per row, addresses)``."""
+    ``(columns, addresses per row, addresses)`` (:func:`teg.emu.rows.expand`)."""
+    from teg.emu.rows import expand
+
     _, opc, dst, src = compiled.static
     lw = compiled.lowered
-    order = np.argsort(rw, kind="stable")
-    counts = rna.astype(np.int64)
-    starts = np.zeros(len(counts) + 1, np.int64)
-    np.cumsum(counts, out=starts[1:])
-    c_sorted = counts[order]
-    total = int(starts[-1])
-    if total:
-        firsts = np.zeros(len(order) + 1, np.int64)
-        np.cumsum(c_sorted, out=firsts[1:])
-        gather = np.repeat(starts[:-1][order] - firsts[:-1], c_sorted) + np.arange(total, dtype=np.int64)
-        addresses = addrs[gather]
-    else:
-        addresses = np.zeros(0, np.uint64)
-    warp = rw[order].astype(np.int32)
-    ins = ri[order]
-    nw = info.warps_per_block
-    rows = {"warp": warp, "block": (warp // nw).astype(np.int32), "pc": compiled.ins_addr[ins], "opcode": opc[ins],
-            "mask": rm[order].astype(np.uint32), "dst": dst[ins], "src": src[ins], "mem_width": lw.mem_width[ins],
-            "imm": lw.imm[ins]}
-    return rows, c_sorted, addresses
+    warp, block, pc, opcode, mask, d, s, mw, im, na, addresses = expand(
+        rw, ri, rm, rna, addrs, info.warps_per_block, compiled.ins_addr, opc, dst, src, lw.mem_width, lw.imm)
+    rows = {"warp": warp, "block": block, "pc": pc, "opcode": opcode, "mask": mask, "dst": d, "src": s,
+            "mem_width": mw, "imm": im}
+    return rows, na, addresses
+
+
+THREADS_ENV = "TEG_EMU_THREADS"
+
+
+def emu_threads() -> int:
+    """Worker threads a launch's blocks may run on: ``$TEG_EMU_THREADS`` (a positive integer),
+    else every core this process may use."""
+    env = os.environ.get(THREADS_ENV, "").strip()
+    if env:
+        try:
+            n = int(env)
+        except ValueError:
+            n = 0
+        if n < 1:
+            raise EmulatorError(f"{THREADS_ENV}={env!r}: must be a positive integer")
+        return n
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:          # no affinity on this OS
+        return max(1, os.cpu_count() or 1)
+
+
+def serial_only(lw: Lowered, okind: np.ndarray, oval: np.ndarray) -> str | None:
+    """Why the blocks of this kernel must run one after another (None: they may run in parallel):
+    global atomics (the old values they return, and float sums, follow the order of the blocks)
+    and clock reads (``SR_CLOCKLO``/``HI`` read the rows recorded so far)."""
+    code = lw.code
+    op, space = code[:, O.C_OP], code[:, O.C_M]
+    if np.any((op == O.OP_ATOM) & (space == O.SP_GLOBAL)):
+        return "global atomics"
+    clock = ((op == O.OP_S2R) | (op == O.OP_CS2R)) & (okind[:, 1] == O.K_SREG) & ((oval[:, 1] == 12) | (oval[:, 1] == 13))
+    if np.any(clock):
+        return "clock reads"
+    return None
+
+
+class _Worker:
+    """One thread's interpreter state for blocks of a launch: the block's warps (registers,
+    predicates, lanes, convergence barriers), its shared and local memory, and row buffers of
+    ``cap`` rows."""
+
+    def __init__(self, nw: int, shared_size: int, local_size: int, cap: int):
+        self.s8 = np.zeros(shared_size, np.uint8)
+        self.l8 = np.zeros(nw * 32 * local_size, np.uint8)
+        self.regs = np.zeros((nw, O.NUM_ROWS, 32), np.uint32)
+        self.pm = np.zeros((nw, O.NUM_PSLOTS), np.int64)
+        self.lane_pc = np.zeros((nw, 32), np.int64)
+        self.lane_st = np.zeros((nw, 32), np.int64)
+        self.lane_wait = np.zeros((nw, 32), np.int64)
+        self.bar = np.zeros((nw, 16), np.int64)
+        self.grp = np.zeros((nw, 2), np.int64)
+        self.wstat = np.zeros(nw, np.int64)
+        self.sched = np.zeros(2, np.int64)
+        self.cnt = np.zeros(3, np.int64)          # rows held, addresses held, rows already handed on
+        self.err = np.zeros(4, np.int64)
+        self.rows_w = np.empty(cap, np.int32)
+        self.rows_i = np.empty(cap, np.int32)
+        self.rows_m = np.empty(cap, np.uint32)
+        self.rows_na = np.empty(cap, np.int32)
+        self.addrs = np.empty(cap * ADDRS_PER_ROW + 64, np.uint64)
+
+    def run(self, launch: tuple, nblocks: int, room: int, record: bool) -> int:
+        """Run blocks ``sched[0]…nblocks-1`` until done, full (``room`` rows at most) or a fault."""
+        code, fx, okind, oreg, oval, oflag, ins_addr, grid_a, block_a, heap, g32, lo, hi, local_size, cb32 = launch
+        room = min(self.rows_w.shape[0], room)
+        return I.run_blocks(code, fx, okind, oreg, oval, oflag, ins_addr, grid_a, block_a, nblocks,
+                            heap, g32, lo, hi, self.s8, self.s8.view(np.uint32), self.l8, self.l8.view(np.uint32),
+                            local_size, cb32, self.regs, self.pm, self.lane_pc, self.lane_st, self.lane_wait, self.bar,
+                            self.grp, self.wstat, self.sched, self.rows_w[:room], self.rows_i[:room],
+                            self.rows_m[:room], self.rows_na[:room], self.addrs, self.cnt, self.err, record)
+
+    def grow(self, rows: int, addrs: int) -> None:
+        """Larger row buffers (``rows``) and address buffer (``addrs``), the recorded rows kept: one
+        new array per buffer, filled from the old one (what :func:`_check_recording` counted)."""
+        if rows > self.rows_w.shape[0]:
+            self.rows_w = _grown(self.rows_w, rows)
+            self.rows_i = _grown(self.rows_i, rows)
+            self.rows_m = _grown(self.rows_m, rows)
+            self.rows_na = _grown(self.rows_na, rows)
+        if addrs > self.addrs.shape[0]:
+            self.addrs = _grown(self.addrs, addrs)
+
+
+def _grown(a: np.ndarray, n: int) -> np.ndarray:
+    b = np.empty(n, a.dtype)
+    b[:a.shape[0]] = a
+    return b
 
 
 def execute(prog: Program, image: KernelImage, grid, block, shmem: int, params: bytes, mem: GlobalMemory,
             sink: RowSink, banks: dict[int, bytes] | None = None, max_rows: int = 64_000_000,
             compiled: Compiled | None = None, kernel_id: int = 0, stream: int = 0,
-            chunk_rows: int = CHUNK_ROWS, progress: Callable[[int], None] | None = None) -> int:
+            chunk_rows: int = CHUNK_ROWS, progress: Callable[[int], None] | None = None,
+            threads: int | None = None) -> int:
     """Run one launch (``grid``/``block`` checked by :func:`check_launch`) on ``mem`` with the
     packed parameter buffer ``params`` and the module's constant ``banks`` (default: the cubin's),
     handing its rows to ``sink`` in whole blocks; returns the warp instructions executed.
@@ -474,7 +577,12 @@ def execute(prog: Program, image: KernelImage, grid, block, shmem: int, params: 
     The rows are recorded into fixed buffers of ``chunk_rows`` rows; when they fill, the rows of
     the blocks already finished go to the sink and the running block's rows move to the front
     (only a block longer than the buffers makes them grow). More than ``max_rows`` warp
-    instructions is an :class:`EmulatorError`."""
+    instructions is an :class:`EmulatorError`.
+
+    With ``threads`` > 1 (default :func:`emu_threads`) the blocks run in waves on that many
+    threads, each thread a contiguous range of blocks with its own state (:class:`_Worker`); the
+    rows of a wave go to the sink in block order, so the trace and the memory are those of the
+    serial run (:func:`serial_only` names the kernels that always run serially)."""
     nthreads = block[0] * block[1] * block[2]
     compiled = compiled or Compiled.of(prog, image)
     lw = compiled.lowered
@@ -483,49 +591,36 @@ def execute(prog: Program, image: KernelImage, grid, block, shmem: int, params: 
     all_banks = dict(image.banks if banks is None else banks)
     all_banks[0] = cb
     okind, oval, oflag, cb32 = flatten_banks(lw, all_banks)
+    fx = specialize(lw.code, okind, lw.oreg, oval, oflag)
     shared_size = (image.shared_static + shmem + 3) // 4 * 4 or 4
     nw = (nthreads + 31) // 32
     nblocks = grid[0] * grid[1] * grid[2]
     info = KernelInfo(name=prog.name, kernel_id=kernel_id, grid=grid, block=block, shmem=image.shared_static + shmem,
                       nregs=image.nregs, binary_version=prog.sm, stream=stream)
     sink.start(info, compiled, nblocks * nw)
-    s8 = np.zeros(shared_size, np.uint8)
-    l8 = np.zeros(nw * 32 * local_size, np.uint8)
-    regs = np.zeros((nw, O.NUM_ROWS, 32), np.uint32)
-    pm = np.zeros((nw, O.NUM_PSLOTS), np.int64)
-    lane_pc = np.zeros((nw, 32), np.int64)
-    lane_st = np.zeros((nw, 32), np.int64)
-    lane_wait = np.zeros((nw, 32), np.int64)
-    bar = np.zeros((nw, 16), np.int64)
-    grp = np.zeros((nw, 2), np.int64)
-    wstat = np.zeros(nw, np.int64)
-    sched = np.zeros(2, np.int64)
-    cnt = np.zeros(3, np.int64)          # rows held, addresses held, rows already handed on
-    err = np.zeros(4, np.int64)
+    heap = mem.heap
+    launch = (lw.code, fx, okind, lw.oreg, oval, oflag, compiled.ins_addr, np.array(grid, np.int64),
+              np.array(block, np.int64), heap, heap.view(np.uint32), mem.lo, mem.hi, local_size, cb32)
+    nthr = emu_threads() if threads is None else max(1, int(threads))
+    nthr = min(nthr, nblocks)
+    if nthr > 1 and serial_only(lw, okind, oval) is None:
+        return _execute_parallel(prog, lw, launch, nblocks, nw, shared_size, local_size, sink, max_rows, chunk_rows,
+                                 progress, nthr, mem.describe, grid, block)
     cap = int(chunk_rows)
     if sink.record:
         _check_recording(prog.name, 0, cap * 16 + (cap * ADDRS_PER_ROW + 64) * 8, max_rows, sink, 0)
-    rows_w = np.empty(cap, np.int32)
-    rows_i = np.empty(cap, np.int32)
-    rows_m = np.empty(cap, np.uint32)
-    rows_na = np.empty(cap, np.int32)
-    addrs = np.empty(cap * ADDRS_PER_ROW + 64, np.uint64)
-    heap = mem.heap
-    g32, s32, l32 = heap.view(np.uint32), s8.view(np.uint32), l8.view(np.uint32)
-    grid_a, block_a = np.array(grid, np.int64), np.array(block, np.int64)
+    wk = _Worker(nw, shared_size, local_size, cap)
+    cnt, sched = wk.cnt, wk.sched
     while True:
-        room = min(rows_w.shape[0], max_rows + 1 - int(cnt[2]))     # the row past max_rows stops the run
-        st = I.run_blocks(lw.code, okind, lw.oreg, oval, oflag, compiled.ins_addr, grid_a, block_a, nblocks,
-                          heap, g32, mem.lo, mem.hi, s8, s32, l8, l32, local_size, cb32, regs, pm, lane_pc, lane_st,
-                          lane_wait, bar, grp, wstat, sched, rows_w[:room], rows_i[:room], rows_m[:room],
-                          rows_na[:room], addrs, cnt, err)
+        st = wk.run(launch, nblocks, max_rows + 1 - int(cnt[2]), sink.record)   # the row past max_rows stops the run
+        rows_w, rows_i, rows_m, rows_na, addrs = wk.rows_w, wk.rows_i, wk.rows_m, wk.rows_na, wk.addrs
         n, na = int(cnt[0]), int(cnt[1])
         if st == I.ST_OK:
             if sink.record and n:
                 sink.add(rows_w[:n], rows_i[:n], rows_m[:n], rows_na[:n], addrs[:na])
             return int(cnt[2]) + n
         if st != I.ST_FULL:
-            raise _fault(err, sched, lw, mem.describe, grid, block, local_size, shared_size)
+            raise _fault(wk.err, sched, lw, mem.describe, grid, block, local_size, shared_size)
         if int(cnt[2]) + n > max_rows:
             raise EmulatorError(f"kernel {prog.name}: more than {max_rows:,} warp instructions executed "
                                 f"(stopped in block {int(sched[0])}): an endless loop, or a launch longer than --max-instructions")
@@ -538,12 +633,10 @@ def execute(prog: Program, image: KernelImage, grid, block, shmem: int, params: 
         if done == 0:            # one block fills the buffers: make them larger
             grow = 2 * rows_w.shape[0] if n >= rows_w.shape[0] else rows_w.shape[0]
             grow_a = 2 * addrs.shape[0] if na + 64 > addrs.shape[0] else addrs.shape[0]
-            _check_recording(prog.name, int(cnt[2]) + n, (grow - rows_w.shape[0]) * 16 + (grow_a - addrs.shape[0]) * 8,
-                             max_rows, sink, int(cnt[2]) + n)
-            if grow > rows_w.shape[0]:
-                rows_w, rows_i, rows_m, rows_na = (np.resize(a, grow) for a in (rows_w, rows_i, rows_m, rows_na))
-            if grow_a > addrs.shape[0]:
-                addrs = np.resize(addrs, grow_a)
+            # each larger buffer is allocated while the one it replaces still holds the rows
+            _check_recording(prog.name, int(cnt[2]) + n, (grow * 16 if grow > rows_w.shape[0] else 0)
+                             + (grow_a * 8 if grow_a > addrs.shape[0] else 0), max_rows, sink, int(cnt[2]) + n)
+            wk.grow(grow, grow_a)
             continue
         if sink.keeps:           # the rows handed on stay in memory, and are copied once more at the end
             _check_recording(prog.name, int(cnt[2]) + n, 0, max_rows, sink, int(cnt[2]) + done)
@@ -553,6 +646,130 @@ def execute(prog: Program, image: KernelImage, grid, block, shmem: int, params: 
             a[:n - done] = a[done:n].copy()
         addrs[:na - adone] = addrs[adone:na].copy()
         cnt[0], cnt[1], cnt[2] = n - done, na - adone, cnt[2] + done
+
+
+def _run_range(wk: _Worker, launch: tuple, lo: int, hi: int, room: int, sink: RowSink, max_rows: int, before: int):
+    """Blocks ``lo…hi-1`` on ``wk``, from a worker thread: ``(status, parts, rows, expanded)`` —
+    the rows in execution order as copied parts when recording (a full buffer is emptied into a
+    part), the count of rows, the status of the last call (ST_OK, a fault code, or ST_FULL when
+    ``room`` rows were recorded and more were coming) and, when the range ran to its end, its rows
+    expanded into trace columns (:func:`expand_rows`, in this thread). A part that would need more
+    memory than the process may use is refused (:func:`_check_recording`; ``before``: the rows of
+    the launch before this wave, for its message)."""
+    wk.sched[0], wk.sched[1] = lo, 0
+    wk.cnt[:] = 0
+    parts = []
+    record = sink.record
+    while True:
+        st = wk.run(launch, hi, room - int(wk.cnt[2]), record)
+        n, na = int(wk.cnt[0]), int(wk.cnt[1])
+        if record and n and st == I.ST_FULL:     # a copy of the full buffers: refused if memory lacks
+            _check_recording(sink.info.name, before + int(wk.cnt[2]) + n, n * 16 + na * 8, max_rows, sink, 0)
+        if record and n:
+            parts.append((wk.rows_w[:n].copy(), wk.rows_i[:n].copy(), wk.rows_m[:n].copy(), wk.rows_na[:n].copy(),
+                          wk.addrs[:na].copy()))
+        wk.cnt[0], wk.cnt[1], wk.cnt[2] = 0, 0, wk.cnt[2] + n
+        if st != I.ST_FULL or int(wk.cnt[2]) >= room:
+            break
+    expanded = None
+    if record and st == I.ST_OK and parts:
+        raw = parts[0] if len(parts) == 1 else tuple(np.concatenate(c) for c in zip(*parts))
+        expanded = expand_rows(sink.compiled, sink.info, *raw)
+    return st, parts, int(wk.cnt[2]), expanded
+
+
+def _execute_parallel(prog, lw, launch, nblocks, nw, shared_size, local_size, sink, max_rows, chunk_rows, progress,
+                      nthr, describe, grid, block) -> int:
+    """:func:`execute` on ``nthr`` threads: waves of ``nthr`` contiguous block ranges (sized so
+    that a wave records about ``chunk_rows`` rows), each range on its own :class:`_Worker`, its
+    rows expanded into trace columns in its thread; the next wave runs while the main thread
+    hands the last one's rows to the sink, in block order and, as the serial run does, in chunks
+    of at least ``chunk_rows`` rows. The first fault in block order is the launch's error (ranges
+    after it in its wave have run: global memory may hold their stores); more
+    than ``max_rows`` rows names the block the serial run would have stopped in."""
+    cap = max(int(chunk_rows) // nthr, 1 << 10)
+    if sink.record:
+        _check_recording(prog.name, 0, nthr * (cap * 16 + (cap * ADDRS_PER_ROW + 64) * 8), max_rows, sink, 0)
+    workers = [_Worker(nw, shared_size, local_size, cap) for _ in range(nthr)]
+    pool = _pool(nthr)
+    total = 0
+    nxt = 0
+    per = 1                   # blocks per range: grows to about cap rows per range
+
+    def submit(room: int):
+        nonlocal nxt
+        ranges = []
+        for _ in range(nthr):
+            if nxt < nblocks:
+                ranges.append((nxt, min(nxt + per, nblocks)))
+                nxt = ranges[-1][1]
+        return ranges, [pool.submit(_run_range, wk, launch, lo, hi, room, sink, max_rows, max_rows + 1 - room)
+                        for wk, (lo, hi) in zip(workers, ranges)]
+
+    ranges, futures = submit(max_rows + 1)
+    pending: list = []        # expanded rows not yet handed on (up to chunk_rows of them)
+    try:
+        while futures:
+            results = [f.result() for f in futures]
+            futures = []
+            wave_rows = 0
+            ready = []
+            for wk, (lo, hi), (st, parts, rows, expanded) in zip(workers, ranges, results):
+                if st >= 10:
+                    raise _fault(wk.err, wk.sched, lw, describe, grid, block, local_size, shared_size)
+                if total + rows > max_rows:
+                    stop = _serial_stop(parts, max_rows - total, nw) if sink.record else int(wk.sched[0])
+                    raise EmulatorError(f"kernel {prog.name}: more than {max_rows:,} warp instructions executed "
+                                        f"(stopped in block {lo if stop is None else stop}): an endless loop, or a "
+                                        f"launch longer than --max-instructions")
+                total += rows
+                wave_rows += rows
+                if expanded is not None:
+                    ready.append((total, expanded))
+            per_block = max(wave_rows // (ranges[-1][1] - ranges[0][0]), 1)
+            per = int(min(max(cap // per_block, 1), max(-(-(nblocks - nxt) // nthr), 1)))
+            if nxt < nblocks:        # the next wave runs while this one's rows are handed on
+                ranges, futures = submit(max_rows + 1 - total)
+            pending.extend(ready)
+            held = sum(e[1][0]["warp"].shape[0] for e in pending)
+            if held >= chunk_rows or not futures:      # as the serial run: in chunks, whole blocks
+                for upto, expanded in pending:
+                    if sink.keeps:
+                        _check_recording(prog.name, upto, 0, max_rows, sink, upto)
+                    sink.accept(expanded)
+                pending = []
+            if progress is not None and futures:
+                progress(total)
+    finally:
+        for f in futures:            # an error here: the running ranges end before the state goes
+            f.exception()
+    return total
+
+
+_POOL: list = []
+
+
+def _pool(n: int):
+    """The process's worker threads for launches (at least ``n``; kept between launches: a
+    program under ``teg trace app`` makes thousands)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    if _POOL and _POOL[0][1] != os.getpid():      # a forked child has none of the parent's threads
+        _POOL.clear()
+    if not _POOL or _POOL[0][0]._max_workers < n:
+        if _POOL:
+            _POOL.pop()[0].shutdown(wait=False)
+        _POOL.append((ThreadPoolExecutor(max_workers=n, thread_name_prefix="teg-emu"), os.getpid()))
+    return _POOL[0][0]
+
+
+def _serial_stop(parts, k: int, nw: int) -> int | None:
+    """The block of row ``k`` of a range's rows (the row past ``max_rows``: where the serial run stops)."""
+    for p in parts:
+        if k < p[0].shape[0]:
+            return int(p[0][k]) // nw
+        k -= p[0].shape[0]
+    return None
 
 
 def _check_recording(kernel: str, done: int, buffers: int, max_rows: int, sink: RowSink, kept: int) -> None:

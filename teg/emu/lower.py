@@ -18,6 +18,7 @@ import struct
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from teg.emu import ops as O
 from teg.emu.errors import UnsupportedInstruction
@@ -606,3 +607,246 @@ def resolve_constants(lw: Lowered, banks: dict[int, bytes]) -> tuple[np.ndarray,
         oval[r, c] = struct.unpack("<q", chunk)[0]
         okind[r, c] = O.K_IMM
     return okind, oval
+
+
+# ---- specialised forms (per launch) -------------------------------------------------------------
+
+@njit(cache=True)
+def _src(kind, reg, val, fx, pc, col_row, col_imm):
+    """A source operand as (row, immediate): a register reads its row (RZ/URZ the zero rows), any
+    other kind (an immediate, a resolved constant, an absent operand) the zero rows OR ``val``."""
+    if kind == O.K_REG:
+        fx[pc, col_row] = O.ZERO_ROW if reg == O.RZ_ROW or reg == O.URZ_ROW else reg
+        fx[pc, col_imm] = 0
+    else:
+        fx[pc, col_row] = O.ZERO_ROW
+        fx[pc, col_imm] = val
+
+
+@njit(cache=True)
+def _imod_form(flags, fx, pc, col_xor, col_add):
+    """An integer modifier (interp._imod: |x|, then -x, then ~x) as ``(x ^ xor) + add``; False when
+    the form has none (|x|, or -x and ~x together)."""
+    if flags & O.F_ABS or (flags & O.F_NEG and flags & O.F_NOT):
+        return False
+    fx[pc, col_xor] = 0xFFFFFFFF if flags & (O.F_NEG | O.F_NOT) else 0
+    fx[pc, col_add] = 1 if flags & O.F_NEG else 0
+    return True
+
+
+@njit(cache=True)
+def _fmod_form(flags, fx, pc, col_xor, col_and):
+    """A float modifier (interp._fmod: |x| then -x) as ``(bits & and) ^ xor`` on the sign bit."""
+    fx[pc, col_and] = 0x7FFFFFFF if flags & O.F_ABS else 0xFFFFFFFF
+    fx[pc, col_xor] = 0x80000000 if flags & O.F_NEG else 0
+
+
+@njit(cache=True)
+def _pred_out(kind, slot):
+    """Slot a predicate result is written to: P_SINK for an absent result or PT/UPT."""
+    if kind == O.K_PRED and slot != O.PT_SLOT and slot != O.UPT_SLOT:
+        return slot
+    return O.P_SINK
+
+
+@njit(cache=True)
+def _pred_in(kind, slot, flags, fx, pc, col_slot, col_xor):
+    """A predicate source (carry-in): its slot and xor mask; an absent one reads !PT (no lanes)."""
+    if kind == O.K_PRED:
+        fx[pc, col_slot] = slot
+        fx[pc, col_xor] = 0xFFFFFFFF if flags & O.F_NOT else 0
+    else:
+        fx[pc, col_slot] = O.PT_SLOT
+        fx[pc, col_xor] = 0xFFFFFFFF
+
+
+@njit(cache=True)
+def _dst(reg):
+    return O.JUNK_ROW if reg == O.RZ_ROW or reg == O.URZ_ROW else reg
+
+
+# comparison code (ops.CMP) → which of lt, eq, gt make it true (integers: never NaN)
+_CMP_BITS = np.array([0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7], np.int64)
+
+
+@njit(cache=True)
+def specialize(code, okind, oreg, oval, oflag):
+    """The specialised-form table of a launch (ops.FX_*) from its code table and operands with the
+    constants resolved (:func:`resolve_constants`): each instruction whose form the interpreter
+    runs on a branch-free lane loop gets its form id and resolved operands; the others keep
+    ``F_GENERAL`` and run the general executor. Each form reproduces the general executor's result
+    bit for bit (the forms exclude the modifiers they do not model)."""
+    n = code.shape[0]
+    fx = np.zeros((n, O.FX_COLS), np.int64)
+    for pc in range(n):
+        op = code[pc, O.C_OP]
+        m0, m1, m2, m3, m4 = code[pc, O.C_M], code[pc, O.C_M + 1], code[pc, O.C_M + 2], code[pc, O.C_M + 3], code[pc, O.C_M + 4]
+        k0, k1, k2, k3 = okind[pc, 0], okind[pc, 1], okind[pc, 2], okind[pc, 3]
+        f1, f2, f3 = oflag[pc, 1], oflag[pc, 2], oflag[pc, 3]
+        form = O.F_GENERAL
+        if op == O.OP_MOV or (op == O.OP_LDC and k1 != O.K_CIDX and m0 != 16):
+            _src(k1, oreg[pc, 1], oval[pc, 1], fx, pc, O.FX_A, O.FX_IA)
+            if op == O.OP_MOV and m0 == 8:
+                form = O.F_MOV64
+            elif op == O.OP_LDC and m0 == 8:
+                form = O.F_MOV64
+                fx[pc, O.FX_A] = O.ZERO_ROW      # LDC reads only the resolved constant
+                fx[pc, O.FX_IA] = oval[pc, 1]
+            else:
+                form = O.F_MOV
+                if op == O.OP_LDC:
+                    fx[pc, O.FX_A] = O.ZERO_ROW
+                    fx[pc, O.FX_IA] = oval[pc, 1]
+                fx[pc, O.FX_IA] &= 0xFFFFFFFF
+            fx[pc, O.FX_D] = _dst(oreg[pc, 0])
+        elif op == O.OP_IADD3 and m1 == 0:
+            form = O.F_IADD3
+            for j in range(3):
+                _src(okind[pc, 1 + j], oreg[pc, 1 + j], oval[pc, 1 + j], fx, pc, O.FX_A + j, O.FX_IA + j)
+                fx[pc, O.FX_IA + j] &= 0xFFFFFFFF
+                f = oflag[pc, 1 + j]
+                fx[pc, O.FX_XA + j] = 0xFFFFFFFF if f & (O.F_NEG | O.F_NOT) else 0
+                fx[pc, O.FX_NA + j] = 1 if f & O.F_NEG else 0
+            _pred_in(okind[pc, 6], oreg[pc, 6], oflag[pc, 6], fx, pc, O.FX_Q0, O.FX_QX0)
+            _pred_in(okind[pc, 7], oreg[pc, 7], oflag[pc, 7], fx, pc, O.FX_Q1, O.FX_QX1)
+            fx[pc, O.FX_P0] = _pred_out(okind[pc, 4], oreg[pc, 4])
+            fx[pc, O.FX_P1] = _pred_out(okind[pc, 5], oreg[pc, 5])
+            fx[pc, O.FX_D] = _dst(oreg[pc, 0])
+        elif op == O.OP_IMAD and (m0 == 0 or m0 == 2):
+            ok = _imod_form(f1, fx, pc, O.FX_XA, O.FX_NA) and _imod_form(f2, fx, pc, O.FX_XB, O.FX_NB)
+            for j in range(3):
+                _src(okind[pc, 1 + j], oreg[pc, 1 + j], oval[pc, 1 + j], fx, pc, O.FX_A + j, O.FX_IA + j)
+            fx[pc, O.FX_IA] &= 0xFFFFFFFF
+            fx[pc, O.FX_IB] &= 0xFFFFFFFF
+            if m0 == 0:
+                ok = ok and _imod_form(f3, fx, pc, O.FX_XC, O.FX_NC)
+                fx[pc, O.FX_IC] &= 0xFFFFFFFF
+                form = O.F_IMAD
+            else:                          # .WIDE: the addend is a pair (or a 64-bit immediate), -c negated
+                fx[pc, O.FX_XC] = -1 if f3 & O.F_NEG else 0
+                fx[pc, O.FX_NC] = 1 if f3 & O.F_NEG else 0
+                form = O.F_IMADWU if m1 else O.F_IMADW
+            if m2:
+                _pred_in(okind[pc, 5], oreg[pc, 5], oflag[pc, 5], fx, pc, O.FX_Q0, O.FX_QX0)
+            else:
+                _pred_in(O.K_NONE, 0, 0, fx, pc, O.FX_Q0, O.FX_QX0)
+            fx[pc, O.FX_P0] = _pred_out(okind[pc, 4], oreg[pc, 4])
+            fx[pc, O.FX_D] = _dst(oreg[pc, 0])
+            if not ok:
+                form = O.F_GENERAL
+        elif op == O.OP_LEA and m2 == 0:
+            ok = True
+            for j in range(3):
+                _src(okind[pc, 1 + j], oreg[pc, 1 + j], oval[pc, 1 + j], fx, pc, O.FX_A + j, O.FX_IA + j)
+                fx[pc, O.FX_IA + j] &= 0xFFFFFFFF
+            if m0 == 0 and f1 == O.F_NEG:              # -a: the complement of a << shift (interp._x_lea)
+                fx[pc, O.FX_XA] = 0xFFFFFFFF
+                fx[pc, O.FX_NA] = 1
+            elif f1 & O.F_NEG:
+                ok = m0 == 1 and _imod_form(f1, fx, pc, O.FX_XA, O.FX_NA)
+            else:
+                ok = _imod_form(f1, fx, pc, O.FX_XA, O.FX_NA)
+                if m0 == 0 and (fx[pc, O.FX_XA] != 0 or fx[pc, O.FX_NA] != 0):
+                    ok = False                 # ~a without .HI: applied before the shift (general)
+            if f2 & O.F_NEG:
+                fx[pc, O.FX_XB] = 0xFFFFFFFF
+                fx[pc, O.FX_NB] = 1
+            else:
+                ok = ok and _imod_form(f2, fx, pc, O.FX_XB, O.FX_NB)
+            fx[pc, O.FX_K] = oval[pc, 4] & 31
+            _pred_in(okind[pc, 6], oreg[pc, 6], oflag[pc, 6], fx, pc, O.FX_Q0, O.FX_QX0)
+            fx[pc, O.FX_P0] = _pred_out(okind[pc, 5], oreg[pc, 5])
+            fx[pc, O.FX_D] = _dst(oreg[pc, 0])
+            form = (O.F_LEAHI if m0 else O.F_LEA) if ok else O.F_GENERAL
+        elif op == O.OP_LOP3:
+            ok = True
+            for j in range(3):
+                _src(okind[pc, 1 + j], oreg[pc, 1 + j], oval[pc, 1 + j], fx, pc, O.FX_A + j, O.FX_IA + j)
+                fx[pc, O.FX_IA + j] &= 0xFFFFFFFF
+                ok = ok and _imod_form(oflag[pc, 1 + j], fx, pc, O.FX_XA + j, O.FX_NA + j)
+            fx[pc, O.FX_K] = oval[pc, 4] & 0xFF
+            fx[pc, O.FX_P0] = _pred_out(okind[pc, 5], oreg[pc, 5])
+            fx[pc, O.FX_D] = _dst(oreg[pc, 0]) if k0 == O.K_REG else O.JUNK_ROW
+            form = O.F_LOP3 if ok else O.F_GENERAL
+        elif op == O.OP_SHF:
+            for j in range(3):
+                _src(okind[pc, 1 + j], oreg[pc, 1 + j], oval[pc, 1 + j], fx, pc, O.FX_A + j, O.FX_IA + j)
+                fx[pc, O.FX_IA + j] &= 0xFFFFFFFF
+            fx[pc, O.FX_K] = m0 | m1 << 1 | m2 << 2 | m3 << 3 | m4 << 4
+            fx[pc, O.FX_D] = _dst(oreg[pc, 0])
+            form = O.F_SHF
+        elif op == O.OP_ISETP and m3 == 0:
+            ok = _imod_form(f2, fx, pc, O.FX_XA, O.FX_NA) and _imod_form(f3, fx, pc, O.FX_XB, O.FX_NB)
+            _src(k2, oreg[pc, 2], oval[pc, 2], fx, pc, O.FX_A, O.FX_IA)
+            _src(k3, oreg[pc, 3], oval[pc, 3], fx, pc, O.FX_B, O.FX_IB)
+            fx[pc, O.FX_IA] &= 0xFFFFFFFF
+            fx[pc, O.FX_IB] &= 0xFFFFFFFF
+            fx[pc, O.FX_K] = _CMP_BITS[m0 & 15] if m0 != 8 and m0 != 0 else 0
+            if m0 == 15:
+                fx[pc, O.FX_K] = 7
+            fx[pc, O.FX_K2] = m1
+            fx[pc, O.FX_K3] = m2
+            _pred_in(O.K_PRED, oreg[pc, 4], oflag[pc, 4], fx, pc, O.FX_Q0, O.FX_QX0)
+            fx[pc, O.FX_P0] = _pred_out(k0, oreg[pc, 0])
+            fx[pc, O.FX_P1] = _pred_out(k1, oreg[pc, 1])
+            form = O.F_ISETP if ok else O.F_GENERAL
+        elif op == O.OP_SEL or op == O.OP_FSEL:
+            _src(k1, oreg[pc, 1], oval[pc, 1], fx, pc, O.FX_A, O.FX_IA)
+            _src(k2, oreg[pc, 2], oval[pc, 2], fx, pc, O.FX_B, O.FX_IB)
+            fx[pc, O.FX_IA] &= 0xFFFFFFFF
+            fx[pc, O.FX_IB] &= 0xFFFFFFFF
+            if op == O.OP_FSEL:
+                ok = True
+                fx[pc, O.FX_XA] = 0x80000000 if f1 & O.F_NEG else 0
+                fx[pc, O.FX_XB] = 0x80000000 if f2 & O.F_NEG else 0
+            else:
+                ok = _imod_form(f1, fx, pc, O.FX_XA, O.FX_NA) and _imod_form(f2, fx, pc, O.FX_XB, O.FX_NB)
+            _pred_in(O.K_PRED, oreg[pc, 3], f3, fx, pc, O.FX_Q0, O.FX_QX0)
+            fx[pc, O.FX_D] = _dst(oreg[pc, 0])
+            form = O.F_SEL if ok else O.F_GENERAL
+        elif (op == O.OP_FADD or op == O.OP_FMUL or op == O.OP_FFMA) and m0 == 0 and m1 == 0 and m2 == 0 and m3 == 0:
+            for j in range(3 if op == O.OP_FFMA else 2):
+                _src(okind[pc, 1 + j], oreg[pc, 1 + j], oval[pc, 1 + j], fx, pc, O.FX_A + j, O.FX_IA + j)
+                fx[pc, O.FX_IA + j] &= 0xFFFFFFFF
+                _fmod_form(oflag[pc, 1 + j], fx, pc, O.FX_XA + j, O.FX_NA + j)
+            fx[pc, O.FX_D] = _dst(oreg[pc, 0])
+            form = O.F_FFMA if op == O.OP_FFMA else (O.F_FADD if op == O.OP_FADD else O.F_FMUL)
+        elif (op == O.OP_LD or op == O.OP_ST) and (m2 == 1 or m2 == 2 or m2 == 4 or m2 == 8 or m2 == 16):
+            mk = 1 if op == O.OP_LD else 0
+            ok = okind[pc, mk] == O.K_MEM
+            mr, mf = oreg[pc, mk], oflag[pc, mk]
+            fx[pc, O.FX_A] = O.ZERO_ROW if mr == O.RZ_ROW else mr
+            fx[pc, O.FX_XA] = 1 if mf & O.F_WIDE else 0
+            fx[pc, O.FX_NA] = (mf >> O.F_SCALE_SHIFT) & 0xF
+            fx[pc, O.FX_IA] = oval[pc, mk]
+            uro = (mf >> O.F_UREG_SHIFT) & 0x3FF
+            if uro == 0:
+                fx[pc, O.FX_B] = O.ZERO_ROW
+            else:
+                ur = uro - 1
+                fx[pc, O.FX_B] = ur
+                fx[pc, O.FX_XB] = 1 if m0 == O.SP_GLOBAL and ur + 1 < O.URZ_SINK and ur != O.URZ_ROW else 0
+            fx[pc, O.FX_K] = m0
+            fx[pc, O.FX_K2] = m2
+            fx[pc, O.FX_K3] = m1
+            if op == O.OP_LD:
+                fx[pc, O.FX_D] = O.JUNK_ROW if oreg[pc, 0] == O.RZ_ROW else oreg[pc, 0]
+                form = O.F_LD
+            else:
+                if k1 == O.K_REG:
+                    fx[pc, O.FX_C] = O.ZERO_ROW if oreg[pc, 1] == O.RZ_ROW else oreg[pc, 1]
+                    if m2 <= 8 and oreg[pc, 1] == O.URZ_ROW:
+                        fx[pc, O.FX_C] = O.ZERO_ROW
+                else:
+                    ok = ok and m2 <= 8
+                    fx[pc, O.FX_C] = O.ZERO_ROW
+                    fx[pc, O.FX_IC] = oval[pc, 1]
+                form = O.F_ST
+            if not ok:
+                form = O.F_GENERAL
+        elif op == O.OP_BRA and m0 == 0 and k0 != O.K_PRED:
+            form = O.F_BRA
+        elif op == O.OP_NOP:
+            form = O.F_NOP
+        fx[pc, O.FX_OP] = form
+    return fx

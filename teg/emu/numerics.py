@@ -33,6 +33,46 @@ def fma(typingctx, a, b, c):
     return sig, codegen
 
 
+@intrinsic
+def fma32(typingctx, a, b, c):
+    """Fused multiply-add of three float32 with a single rounding to float32 (``llvm.fma.f32``:
+    IEEE fusedMultiplyAdd, round to nearest even); lane loops of it vectorise."""
+    sig = types.float32(types.float32, types.float32, types.float32)
+
+    def codegen(context, builder, signature, args):
+        fnty = ir.FunctionType(ir.FloatType(), [ir.FloatType()] * 3)
+        fn = builder.module.declare_intrinsic("llvm.fma", [ir.FloatType()], fnty)
+        return builder.call(fn, args)
+
+    return sig, codegen
+
+
+@intrinsic
+def f32_bits_as(typingctx, x):
+    """The float32 whose bit pattern is the low 32 bits of the integer ``x`` (a register cast, no
+    memory round trip)."""
+    sig = types.float32(x)
+
+    def codegen(context, builder, signature, args):
+        v = args[0]
+        if v.type.width > 32:
+            v = builder.trunc(v, ir.IntType(32))
+        return builder.bitcast(v, ir.FloatType())
+
+    return sig, codegen
+
+
+@intrinsic
+def bits_of_f32_as(typingctx, x):
+    """The bit pattern of the float32 ``x`` as a non-negative int64."""
+    sig = types.int64(types.float32)
+
+    def codegen(context, builder, signature, args):
+        return builder.zext(builder.bitcast(args[0], ir.IntType(32)), ir.IntType(64))
+
+    return sig, codegen
+
+
 @njit(cache=True)
 def s32(x):
     """Low 32 bits of ``x`` as a signed value."""

@@ -5,7 +5,9 @@ and flags, register-file row numbers.
 Register file layout (one uint32 row of 32 lanes per register, per warp):
 
 * rows 0…254 ``R0…R254``, row 255 ``RZ`` (always 0), row 256 the sink for writes to ``RZ``;
-* rows 257…319 ``UR0…UR62``, row 320 ``URZ``, row 321 the sink for writes to ``URZ``.
+* rows 257…319 ``UR0…UR62``, row 320 ``URZ``, row 321 the sink for writes to ``URZ``;
+* rows 322…325 always zero (what the specialised forms read for an immediate or ``RZ``, up to a
+  128-bit operand), rows 326…329 where they write a result that goes to ``RZ`` (up to four words).
 
 Uniform registers are kept replicated in all 32 lanes so vector instructions can read them like any
 register; uniform instructions write every lane. Predicates are 32-bit lane masks per warp: slots
@@ -20,7 +22,9 @@ RZ_SINK = 256
 UR_ROW0 = 257
 URZ_ROW = UR_ROW0 + 63
 URZ_SINK = URZ_ROW + 1
-NUM_ROWS = URZ_SINK + 1
+ZERO_ROW = URZ_SINK + 1
+JUNK_ROW = ZERO_ROW + 4
+NUM_ROWS = JUNK_ROW + 4
 PT_SLOT = 7
 UP_SLOT0 = 8
 UPT_SLOT = 15
@@ -100,3 +104,26 @@ MUFU = {"RCP": 0, "RSQ": 1, "SQRT": 2, "EX2": 3, "LG2": 4, "SIN": 5, "COS": 6, "
 
 # rounding (m of float ops): RN, RZ, RM, RP
 ROUND = {"RN": 0, "RZ": 1, "RM": 2, "RP": 3, "TRUNC": 1, "FLOOR": 2, "CEIL": 3}
+
+# --- specialised forms (int64 [N, FX_COLS], per launch: lower.specialize) ---------------------------
+# The most frequent instruction forms with every operand resolved: source rows (ZERO_ROW for an
+# immediate or RZ, so a lane reads ``regs[row] | imm`` without a branch), the immediates, each
+# source's modifier as ``(x ^ xor) + add`` (-x: xor 0xffffffff, add 1; ~x: xor 0xffffffff;
+# float -x / |x|: sign-bit masks), the destination row (JUNK_ROW for RZ), predicate slots (P_SINK
+# for an absent or PT result, !PT for an absent carry-in). FX_OP 0 runs the general executor.
+FX_OP = 0
+FX_D = 1                # destination row
+FX_A, FX_B, FX_C = 2, 3, 4          # source rows
+FX_IA, FX_IB, FX_IC = 5, 6, 7       # immediates (64-bit for a pair operand)
+FX_XA, FX_XB, FX_XC = 8, 9, 10      # xor masks
+FX_NA, FX_NB, FX_NC = 11, 12, 13    # add terms (float forms: the and-mask of |x|)
+FX_P0, FX_P1 = 14, 15   # predicate results
+FX_Q0, FX_Q1 = 16, 17   # predicate sources (carry-ins, ISETP's combining predicate)
+FX_QX0, FX_QX1 = 18, 19 # their xor masks (0xffffffff for !P)
+FX_K = 20               # per form: shift, LUT, comparison bits, space
+FX_K2 = 21              # per form: boolean op, width
+FX_K3 = 22              # per form: load type
+FX_COLS = 23
+
+(F_GENERAL, F_MOV, F_MOV64, F_IADD3, F_IMAD, F_IMADW, F_IMADWU, F_LEA, F_LEAHI, F_LOP3, F_SHF, F_ISETP,
+ F_SEL, F_FFMA, F_FADD, F_FMUL, F_LD, F_ST, F_BRA, F_NOP) = range(20)

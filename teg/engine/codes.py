@@ -1,5 +1,6 @@
-"""Integer codes shared by lowering, the jitted loop and the result: memory paths, stall causes
-and counters. The stall-cause names are what reports print."""
+"""Integer codes shared by lowering, the jitted loop and the result: memory paths, scheduling
+policies and dependency models, the loop's outcomes, stall causes and counters. The stall-cause
+names are what reports print."""
 
 from __future__ import annotations
 
@@ -7,6 +8,21 @@ from teg.machine.schema import UNIT_CLASSES  # noqa: F401  (re-exported: OpInfo.
 
 # memory path of a static instruction
 MEM_NONE, MEM_SHARED, MEM_GLOBAL = 0, 1, 2
+
+# warp scheduling policy (teg.engine.Options.policy): loose round-robin, greedy-then-oldest
+POLICY_LRR, POLICY_GTO = 0, 1
+POLICY_CODES = {"lrr": POLICY_LRR, "gto": POLICY_GTO}
+# dependency model: register scoreboard, or the SASS control codes (stall counts, dependency barriers)
+DEPMODEL_SCOREBOARD, DEPMODEL_CONTROLCODES = 0, 1
+DEPMODEL_CODES = {"scoreboard": DEPMODEL_SCOREBOARD, "controlcodes": DEPMODEL_CONTROLCODES}
+
+# how a call of the jitted loop (teg.engine.core.simulate) ends
+RUN_DONE = 0                  # every warp retired: the cycles are the kernel's
+RUN_DEADLOCK = 1              # warps wait forever (a barrier not every warp reaches; or a replay order
+                              # whose next row waits for what only later rows provide)
+RUN_BLOCK_TOO_BIG = 2         # a block does not fit in the SM's warp slots
+RUN_REPLAY_NOT_RESIDENT = 3   # the replay order names a row whose warp is not resident then
+RUN_PAUSED = 4                # the step budget ran out: the state is kept, the run resumes from it
 
 # stall causes: every simulated cycle gets exactly one
 ISSUE = 0          # at least one instruction issued in this cycle
@@ -40,3 +56,11 @@ COUNTER_NAMES = ("instructions", "shared_accesses", "shared_wavefronts", "shared
                  "dram_transactions", "dram_bytes", "channel_wait_cycles",
                  "barriers", "blocks", "engine_steps", "warp_evaluations")
 CTR = {n: i for i, n in enumerate(COUNTER_NAMES)}
+# the counters' indexes, as the loop writes them
+C_INSTR = CTR["instructions"]
+C_SH_ACC, C_SH_WAVE, C_SH_WMIN = CTR["shared_accesses"], CTR["shared_wavefronts"], CTR["shared_wavefronts_min"]
+C_G_ACC, C_TX = CTR["global_accesses"], CTR["transactions"]
+C_L1H, C_L1M, C_L2H, C_L2M = CTR["l1_hits"], CTR["l1_misses"], CTR["l2_hits"], CTR["l2_misses"]
+C_DRAM, C_DRAM_B, C_CHW = CTR["dram_transactions"], CTR["dram_bytes"], CTR["channel_wait_cycles"]
+C_BARS, C_BLOCKS = CTR["barriers"], CTR["blocks"]
+C_STEPS, C_EVALS = CTR["engine_steps"], CTR["warp_evaluations"]

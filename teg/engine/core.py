@@ -35,6 +35,17 @@ Channel skew removed (``channel_skew`` switch off): each DRAM transaction still 
 ``tx_chan`` names, in the same FIFO order, but its service time is multiplied by that channel's
 ``balance_scale`` (``min(1, mean_load / load[c])``): a hot channel serves as if it carried only the
 average load. Service times only shrink, so the replay stays monotone for this switch too.
+
+Reading order. :func:`new_state` allocates the run's :class:`~teg.engine.state.State`;
+:func:`simulate` launches the first blocks (:func:`_launch_first`) and runs the loop until the run
+ends or its step budget is spent (``RUN_PAUSED``: called again with the same state, it goes on bit
+for bit as if it had not stopped). Each step visits the SMs with a scheduler due (:func:`_visit_sm`);
+each such scheduler picks a warp (:func:`_pick_warp`; in a replay :func:`_replay_gate`) or sleeps
+until one may issue, and an issue (:func:`_issue`) computes the result time
+(:func:`_result_time`, the global path in :mod:`teg.engine.memsys`), writes the scoreboard
+(:mod:`teg.engine.scoreboard`), arrives at a barrier (:func:`_arrive_at_barrier`), advances or
+retires the warp (:func:`_advance_or_retire`) and sets the scheduler's next wake-up
+(:func:`_next_wake`). The run ends with :func:`_tail`.
 """
 
 from __future__ import annotations
@@ -43,1771 +54,702 @@ import math
 from collections import namedtuple
 
 import numpy as np
-from llvmlite import ir
-from numba import njit, types
-from numba.core import cgutils
-from numba.extending import intrinsic
+from numba import njit
 
-from teg.engine.codes import (BANK_CONFLICT, BARRIER, CACHE_MISS, CHANNEL_QUEUE, CONST_MISS, CTR, FETCH, ISSUE,
-                              L2_QUEUE, MEM_GLOBAL, MEM_PIPE, MEM_SHARED, NO_WARP, SAME_WARP,
-                              SCHEDULER, TLB_MISS, UNIT_BUSY)
-from teg.engine.input import (F_DRAM_LAT, F_ISSUE_INTERVAL, F_L1_LAT, F_L2_FAR_LAT, F_L2_LAT,
-                              F_L2_SLICE_SPB, F_LAUNCH_LAT, F_RBAR_LAT, F_SERVICE_PER_BYTE,
-                              F_TLB2_LAT, F_WALK_LAT, F_WAVEFRONT_CYCLES, I_CHANNELS, I_DEAL, I_DEPMODEL, I_L1_ASSOC,
-                              I_L1_LINE, I_L1_SECTOR, I_L1_SETS, I_L2_ASSOC, I_L2_LINE,
-                              I_FETCH_PF, I_L1_HASH, I_L2_HASH, I_L2_PART_BYTES, I_L2_PARTS, I_L2_SECTOR,
-                              I_L2_SETS, I_L2_SLICES, I_MSHR, I_PIPE_SLOTS, I_POLICY, I_RESIDENT, I_SCHED,
-                              I_SLOTS, I_SMS, I_SMS_PER_PIPE, I_SW_BANK, I_SW_BAR, I_SW_BW, I_SW_COAL,
-                              I_SW_CONST, I_SW_DEPS, I_SW_FETCH,
-                              I_SW_L1, I_SW_L2, I_SW_LAUNCH, I_SW_SAME, I_SW_SKEW, I_SW_TLB, I_SW_UNITS, I_TIMELINE,
-                              I_TLB1_SETS, I_TLB2_SETS)
-from teg.engine.records import PC_STALL, REC_PCS, REC_ROWS, TX_CHAN, TX_SLICE, record_issue, record_level
-from teg.jit import inner
-from teg.memory.cache import _log2, cache_access_timed, cache_new, cache_shape
-from teg.memory.channels import balance_scale
+from teg.engine import fetch, jitlib, memsys, records, schedulers, scoreboard, state, static as static_tables
+from teg.engine.codes import (BANK_CONFLICT, C_EVALS, C_INSTR, C_SH_ACC, C_SH_WAVE, C_SH_WMIN, C_STEPS, ISSUE,
+                              MEM_GLOBAL, MEM_SHARED, NO_WARP, NUM_CAUSES, POLICY_GTO, POLICY_LRR, RUN_BLOCK_TOO_BIG,
+                              RUN_DEADLOCK, RUN_DONE, RUN_PAUSED, RUN_REPLAY_NOT_RESIDENT, SAME_WARP, SCHEDULER)
+from teg.engine.fetch import fetch_checks, new_fetch
+from teg.engine.jitlib import (INF, cold, fixed_dim, helper, hot, max2, min2, nonneg, pow2_at_least, prefetch,
+                               tree_first_le)
+from teg.engine.memsys import global_access, mem_config, new_memory
+from teg.engine.records import NTL, NTX, PC_STALL, REC_PCS, record_issue
+from teg.engine.schedulers import (charge, earliest_copy, launch_blocks, ready_of, release, replay_next, sm_wake,
+                                   waited_on)
+from teg.engine.scoreboard import compute_tdep, write_results
+from teg.engine.state import (NUM_POS, POS_FINISHED, POS_RP_G, POS_RP_PTR, POS_RP_SLOT, POS_SPSM, POS_STARTED, SCF_FREE,
+                              SCF_NEXT, SCF_SPLIT, SCI_C1, SCI_C2, SCI_GREEDY, SCI_RR, SLF_BAR, SLF_SAME, SLF_SINCE,
+                              SLF_SPLIT, SLI_AGE, SLI_BLOCK, SLI_C1, SLI_C2, SLI_CTX, SLI_END, SLI_G, SLI_GMEM,
+                              SLI_K, SLI_ROW, SLI_SAMEC, SLI_SIDX, SLI_UOFF, SLI_YIELD, State, fixed_widths,
+                              index_maps, new_launch,
+                              new_scheds, new_tally, new_warps, row_contexts, slots_per_sm)
+from teg.engine.static import (FW, SF_FREE, SF_LAT, SF_MEMLAT, SF_OCC, SF_RBAR, SF_SAME, X_BAR, X_CC, X_DEPCAUSE,
+                               X_DST, X_FAST, X_MEM, X_NWAW, X_SRC, X_STORE, X_YIELD, XW, Static, kernel_uses,
+                               pack_static, table_sizes)
+from teg import jit
+from teg.jit import stamp_sources
+from teg.memory import cache as cache_model, channels
 
-# ``simulate`` is the only function called from Python; it calls the helpers below, each compiled
-# once on its own. (They were closures inside it: numba's front end inlines a closure's code at
-# every call site before typing it, and its cost grows faster than a function's length; the cold
-# compile took 35 s then, half of it now.) Their decorators:
-#   _helper: set-up (run once per run) and small leaf functions;
-#   _hot:    helpers of the issue path, inlined by LLVM (``forceinline``: the loop's machine code
-#            is as if they were written out in it);
-#   _cold:   rare events (block launch, barrier release), called.
-# _hot and _cold functions take the loop's tables in a few named tuples (Warps, Scheds, ... below)
-# and do no reference counting (``_nrt=False``): every array is ``simulate``'s, held for the whole
-# run, and the increments and decrements numba emits for each array of a tuple at each call
-# stayed in the loop otherwise (40 % more x86 instructions per simulated one).
-_helper = inner()
-_hot = inner(forceinline=True, _nrt=False)
-_cold = inner(_nrt=False)
-
-INF = 1e300
-NSB = 6
-# Results remembered per dependency barrier for ``DEPBAR.LE SBb, N`` with N > 0 (a ring of the last
-# NQ): the wait ends when at most N of the barrier's results are outstanding, i.e. at the (N+1)-th
-# latest of them. Exact for N < NQ while the barrier's results complete in issue order or no more
-# than NQ are outstanding; DEPBAR.LE with N >= NQ does not wait (an optimistic limit).
-NQ = 8
-C_INSTR = CTR["instructions"]
-C_SH_ACC, C_SH_WAVE, C_SH_WMIN = CTR["shared_accesses"], CTR["shared_wavefronts"], CTR["shared_wavefronts_min"]
-C_G_ACC, C_TX = CTR["global_accesses"], CTR["transactions"]
-C_L1H, C_L1M, C_L2H, C_L2M = CTR["l1_hits"], CTR["l1_misses"], CTR["l2_hits"], CTR["l2_misses"]
-C_DRAM, C_DRAM_B, C_CHW = CTR["dram_transactions"], CTR["dram_bytes"], CTR["channel_wait_cycles"]
-C_BARS, C_BLOCKS = CTR["barriers"], CTR["blocks"]
-C_STEPS, C_EVALS = CTR["engine_steps"], CTR["warp_evaluations"]
-
-# The loop's state lives in a few packed tables rather than one array per field (fewer live
-# array descriptors in the jitted loop: about 10 % faster on ALU-bound traces, same results).
-# Warp slots, floats ``slf[slot, SLF_*]``: the split time of the current instruction's t_dep (the
-# producer's conflict/queue-free ready time), same-warp issue time, barrier release time, cycle
-# the instruction became current. t_dep itself is ``tdep[slot]``, an array of its own: it is all
-# a scheduler's scan reads of a warp it skips (one still waiting for a result beyond the scan's
-# minimum), and the t_deps of a whole GPU's slots (8 bytes each) stay in the host's cache where
-# their slot rows do not (the whole-GPU run reads each slot's row again only after visiting
-# every other SM).
-SLF_SPLIT, SLF_SAME, SLF_BAR, SLF_SINCE = range(4)
-NUM_SLF = 4
-# Warp slots, integers ``sli[slot, SLI_*]``: context (-1 = free), current row, end row, static
-# index of the current row, t_dep's two causes, same-warp cause, launch order (age), yield flag,
-# block, row (unit group) in ``uf`` and count of the current unit's copies, needs-a-memory-pipeline-slot
-# flag; and the fixed maps: SM, scheduler, position in the scheduler's slot list.
-(SLI_CTX, SLI_ROW, SLI_END, SLI_SIDX, SLI_C1, SLI_C2, SLI_SAMEC, SLI_AGE, SLI_YIELD, SLI_BLOCK,
- SLI_UOFF, SLI_UCNT, SLI_GMEM, SLI_SM, SLI_G, SLI_K) = range(16)
-NUM_SLI = 16
-# Schedulers, floats ``scf[g, SCF_*]``: free again at, next scan at, split of the binding wait;
-# integers ``sci[g, SCI_*]``: the binding wait's two causes, round-robin position, greedy slot.
-SCF_FREE, SCF_NEXT, SCF_SPLIT = range(3)
-NUM_SCF = 3
-SCI_C1, SCI_C2, SCI_RR, SCI_GREEDY = range(4)
-NUM_SCI = 4
-# Scoreboard ``rs[slot, i, RS_*]`` for register i, and ``bs[slot, b, RS_*]`` for dependency barrier b:
-# ready time and split time; ``rsc``/``bsc`` (same indexes, ``RC_*``) the two causes a consumer
-# waiting on it is charged (integers kept apart: a float-to-int conversion in the loop is a call).
-RS_T, RS_B = range(2)
-RC_C1, RC_C2 = range(2)
-
-# Software prefetch of the trace's per-row and per-transaction arrays: a warp reads its rows in
-# order, but 64 warps interleave 64 such streams (more than the hardware prefetcher follows), and
-# at 10 M rows the arrays no longer fit in the host's caches. 16 rows = one 64-byte line of int32.
+# Software prefetch of the trace's per-row arrays: a warp reads its rows in order, but 64 warps
+# interleave 64 such streams (more than the hardware prefetcher follows), and at 10 M rows the
+# arrays no longer fit in the host's caches. 16 rows = one 64-byte line of int32.
 PREFETCH_ROWS = 16      # rows ahead of a warp's issue point whose per-row data is prefetched, at
                         # every 8th row (8 rows = 64 bytes of the int64 array: each line once)
-PREFETCH_TX = 16        # transactions ahead of a global access whose data is prefetched
 
-
-@intrinsic
-def _prefetch(typingctx, arr, idx):
-    """Hint the CPU to fetch ``arr[idx]`` into cache (``llvm.prefetch``; no effect on results, never
-    faults)."""
-    sig = types.void(arr, idx)
-
-    def codegen(context, builder, signature, args):
-        aryty = signature.args[0]
-        ary = context.make_array(aryty)(context, builder, args[0])
-        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]], wraparound=False)
-        i8p = ir.IntType(8).as_pointer()
-        i32 = ir.IntType(32)
-        fnty = ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
-        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
-        builder.call(fn, [builder.bitcast(ptr, i8p), i32(0), i32(3), i32(1)])   # read, keep, data
-        return context.get_dummy_value()
-
-    return sig, codegen
-
-
-@intrinsic
-def _nonneg(typingctx, x):
-    """``x`` itself, with the promise that it is >= 0 (``llvm.assume``). Indexing an array with a
-    signed integer costs a compare and add per index (Python's negative-index wraparound) unless
-    LLVM can prove the index non-negative; the engine's indexes never are negative, and saying so
-    where they are loaded from the tables lets LLVM drop that code from the loop (~10 % faster)."""
-    sig = x(x)
-
-    def codegen(context, builder, signature, args):
-        v = args[0]
-        fnty = ir.FunctionType(ir.VoidType(), [ir.IntType(1)])
-        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.assume")
-        builder.call(fn, [builder.icmp_signed(">=", v, ir.Constant(v.type, 0))])
-        return v
-
-    return sig, codegen
-
-
-@_helper
-def _max2(a, b):
-    """``max(a, b)`` for two numbers (the builtin is an out-of-line call in the big loop; this one
-    LLVM inlines). Left to LLVM rather than to numba's ``inline="always"`` (IR-level inlining at
-    each of the nine call sites): the engine's cold compile took 45 s instead of 52 s here, and
-    the loop runs 1.5 % fewer x86 instructions per simulated instruction (750 vs 762)."""
-    return a if a >= b else b
-
-
-@_helper
-def _min2(a, b):
-    """``min(a, b)`` for two numbers (inlined by LLVM, as :func:`_max2`)."""
-    return a if a <= b else b
-
-
-@_helper
-def _heap_replace_top(heap, p, n, value):
-    """Replace the minimum of min-heap ``heap[p, :n]`` by ``value`` and restore the heap."""
-    i = 0
-    while True:
-        left = 2 * i + 1
-        if left >= n:
-            break
-        c = left
-        if left + 1 < n and heap[p, left + 1] < heap[p, left]:
-            c = left + 1
-        if heap[p, c] < value:
-            heap[p, i] = heap[p, c]
-            i = c
-        else:
-            break
-    heap[p, i] = value
-
-
-@_helper
-def _charge(stall_out, c1, c2, a, b, split):
-    """Charge the cycles ``[a, b)`` of one SM: those before ``ceil(split)`` (clamped into the
-    range) to ``c1``, the rest to ``c2`` (a producer's dependency class, then the mechanism that
-    delayed it past its conflict- and queue-free time)."""
-    if b > a:
-        sp = math.ceil(split)
-        if sp < a:
-            sp = a
-        if sp > b:
-            sp = b
-        stall_out[c1] += np.int64(sp - a)
-        stall_out[c2] += np.int64(b - sp)
-
-
-@_helper
-def _pow2_at_least(n):
-    """The smallest power of two >= ``n`` (at least 1)."""
-    p = 1
-    while p < n:
-        p *= 2
-    return p
-
-
-@_helper
-def _tree_set(tree, leaves, i, v):
-    """Set leaf ``i`` of the min-tree ``tree`` (``leaves`` leaves, a power of two; node ``j`` holds
-    the minimum of nodes ``2j`` and ``2j+1``, the root is node 1) to ``v`` and update its
-    ancestors, stopping where a minimum does not change."""
-    j = leaves + i
-    tree[j] = v
-    j >>= 1
-    while j >= 1:
-        a = tree[2 * j]
-        b = tree[2 * j + 1]
-        m = a if a <= b else b
-        if tree[j] == m:
-            break
-        tree[j] = m
-        j >>= 1
-
-
-@_helper
-def _tree_first_le(tree, leaves, start, t):
-    """The smallest leaf index ``>= start`` whose value is ``<= t``, or -1 (O(log leaves)): from
-    leaf ``start`` climb while the node is a right child, step to the right sibling, and descend
-    into the leftmost qualifying subtree once a node's minimum qualifies."""
-    if start >= leaves:
-        return -1
-    i = leaves + start
-    while True:
-        if tree[i] <= t:
-            while i < leaves:
-                i = 2 * i
-                if tree[i] > t:
-                    i += 1
-            return i - leaves
-        while i & 1:
-            i >>= 1
-        if i == 0:
-            return -1
-        i += 1
-
-
-@_helper
-def _depbar_wait(bs, bsc, bq, bqc, bqn, slot, db):
-    """``DEPBAR.LE SBb, N`` (``db = b + 8 N``): when it may issue, with the split and causes of the
-    result it waits for: the latest for N = 0 (none outstanding), else the (N+1)-th latest of the
-    barrier's remembered results (-1.0 when fewer than N+1 are remembered: nothing to wait for)."""
-    b = db & 7
-    n = db >> 3
-    if n == 0:
-        return bs[slot, b, RS_T], bs[slot, b, RS_B], bsc[slot, b, RC_C1], bsc[slot, b, RC_C2]
-    m = min(bqn[slot, b], NQ)
-    for i in range(m):
-        later = 0
-        for j in range(m):
-            if bq[slot, b, j, RS_T] > bq[slot, b, i, RS_T] or (bq[slot, b, j, RS_T] == bq[slot, b, i, RS_T] and j > i):
-                later += 1
-        if later == n:
-            return bq[slot, b, i, RS_T], bq[slot, b, i, RS_B], bqc[slot, b, i, RC_C1], bqc[slot, b, i, RC_C2]
-    return -1.0, -1.0, np.int64(0), np.int64(0)
-
-
-@_helper
-def _bar_write(bs, bsc, bq, bqc, bqn, slot, b, rt, rb, c1, c2, ring):
-    """Dependency barrier ``b`` of the slot counts one more result, ready at ``rt`` (split ``rb``,
-    causes ``c1``/``c2``): ``bs``/``bsc`` keep the latest (a wait for zero outstanding), the ring
-    ``bq``/``bqc`` the last NQ (``DEPBAR.LE`` with N > 0; kept only with ``ring``, i.e. when the
-    kernel has a DEPBAR or cp.async), ``bqn`` counts them. A plain jitted
-    function (inlined by LLVM): as a closure numba would inline its IR at each of its three call
-    sites, which lengthened the engine's cold compile by about a third."""
-    if rt > bs[slot, b, RS_T]:
-        bs[slot, b, RS_T] = rt
-        bs[slot, b, RS_B] = rb
-        bsc[slot, b, RC_C1] = c1
-        bsc[slot, b, RC_C2] = c2
-    if not ring:
-        return      # no DEPBAR.LE N > 0 in the kernel reads the ring: leave it (and its memory) alone
-    q = bqn[slot, b] & (NQ - 1)
-    bqn[slot, b] += 1
-    bq[slot, b, q, RS_T] = rt
-    bq[slot, b, q, RS_B] = rb
-    bqc[slot, b, q, RC_C1] = c1
-    bqc[slot, b, q, RC_C2] = c2
-
-
-# Per-static-instruction facts the loop reads, packed a row per instruction into one int and one
-# float array with constant row widths (one base pointer each, row offsets the compiler knows) and
-# folded with the run's switches where the loop would otherwise combine them at every issue.
-(X_UNIT, X_UPSM, X_UCNT, X_MEM, X_GMEM, X_STORE, X_BAR, X_DEPCAUSE, X_CC, X_YIELD, X_WBAR, X_RBAR,
- X_WAIT, X_DEPBAR, X_ASYNC, X_FAST, X_NSRC, X_NDST, X_ILINE, X_FCHK, X_CLINE) = range(21)
-X_SRC = 21                  # source registers: room for 16 (the lowering's MAX_SRC)
-X_DST = X_SRC + 16          # destination registers: room for 14 (the lowering's MAX_DST is 8)
-X_NWAW = X_DST + 14         # destinations that are not also sources (write-after-write checks)
-X_WAW = X_NWAW + 1
-XW = X_WAW + 14             # row width of the int table
-SF_OCC, SF_LAT, SF_MEMLAT, SF_FREE, SF_SAME, SF_RBAR = range(6)
-FW = 8                      # row width of the float table
-
-
-@_helper
-def _rbar_release(mem, sm_unit, occ, rbar_lat):
-    """Cycles from issue until an instruction has read its source registers, when its read
-    barrier (control codes) releases. A memory access, or an instruction of an SM-shared unit
-    reached through the MIO queue, reads them when the shared pipe takes it: the table's
-    read-barrier figure (``latencies.store.execution``). An instruction of a scheduler's own
-    pipe narrower than the warp (FP64 on GA100: 8 lanes, a warp in 4 cycles) reads them while it
-    is dispatched, over the cycles it occupies the unit."""
-    if mem != 0 or sm_unit:
-        return _max2(rbar_lat, occ)
-    return _max2(occ, 1.0)
-
-
-@_helper
-def _pack_static(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_lat, s_store, s_barrier,
-                 s_depcause, s_dst, s_src, s_ctrl, s_stall, s_yield, s_wbar, s_rbar, s_wait, s_depbar, s_async,
-                 s_iline, s_fchk, s_cline, u_count, u_per_sm, depmodel, pipe_limited, can_fast, issue_interval, sw_same,
-                 sw_bar, rbar_lat):
-    """The static tables as the loop reads them (``X_*`` / ``SF_*`` columns): ``X_CC`` = the
-    instruction is timed by its control codes; ``SF_SAME`` its same-warp delay (stall count or
-    same-warp latency, at least 1; 1 cycle / the multi-warp latency with that switch off);
-    ``SF_FREE`` the scheduler's busy time ``max(issue interval, multi-warp latency)``;
-    ``X_FAST`` a single-cycle issue (the scan may stop at the first eligible warp); ``X_ILINE`` the
-    instruction-cache line the instruction lies in (-1: fetch not modelled), ``X_FCHK`` a warp may
-    enter that line at this instruction (:func:`_fetch_checks`), ``X_CLINE`` the constant-cache
-    line of its ``c[bank][off]`` operand (-1: none); ``SF_RBAR`` when its read barrier releases
-    after issue (:func:`_rbar_release`); ``X_GMEM``
-    needs a memory-pipeline slot; ``X_BAR`` a BAR that waits (free barriers: none); source and
-    destination lists with their lengths (up to the first -1), and the destinations the
-    write-after-write check needs (``X_WAW``: those that are not also sources)."""
-    n = s_unit.shape[0]
-    sx = np.zeros(n * XW, np.int64)
-    sf = np.zeros(n * FW, np.float64)
-    for s in range(n):
-        x = s * XW
-        f = s * FW
-        u = s_unit[s]
-        cc = depmodel == 1 and s_ctrl[s] != 0
-        sx[x + X_UNIT] = u
-        sx[x + X_UPSM] = u_per_sm[u] != 0
-        sx[x + X_UCNT] = u_count[u]
-        sx[x + X_MEM] = s_mem[s]
-        sx[x + X_GMEM] = pipe_limited and s_mem[s] == MEM_GLOBAL
-        sx[x + X_STORE] = s_store[s]      # 0 = through L1, 1 = bypasses L1, 2 = a write (bypasses L1)
-        sx[x + X_BAR] = sw_bar and s_barrier[s] != 0
-        sx[x + X_DEPCAUSE] = s_depcause[s]
-        sx[x + X_CC] = cc
-        sx[x + X_YIELD] = s_yield[s]
-        sx[x + X_WBAR] = s_wbar[s]
-        sx[x + X_RBAR] = s_rbar[s]
-        sx[x + X_WAIT] = s_wait[s]
-        sx[x + X_DEPBAR] = s_depbar[s]
-        sx[x + X_ASYNC] = s_async[s]
-        sx[x + X_FAST] = can_fast and s_lat_multi[s] <= 1.0
-        sx[x + X_ILINE] = s_iline[s]
-        sx[x + X_FCHK] = s_fchk[s]
-        sx[x + X_CLINE] = s_cline[s]
-        k = 0
-        while k < s_src.shape[1] and s_src[s, k] >= 0:
-            sx[x + X_SRC + k] = s_src[s, k]
-            k += 1
-        sx[x + X_NSRC] = k
-        k = 0
-        while k < s_dst.shape[1] and s_dst[s, k] >= 0:
-            sx[x + X_DST + k] = s_dst[s, k]
-            k += 1
-        sx[x + X_NDST] = k
-        # a destination that is also a source never binds the write-after-write check: the source
-        # check already raised t_dep to its ready time, and the check subtracts a latency >= 0
-        nw = 0
-        for kd in range(k):
-            r = sx[x + X_DST + kd]
-            also_src = False
-            for ks in range(sx[x + X_NSRC]):
-                also_src = also_src or sx[x + X_SRC + ks] == r
-            if not (also_src and s_lat_exec[s] >= 0.0):
-                sx[x + X_WAW + nw] = r
-                nw += 1
-        sx[x + X_NWAW] = nw
-        sf[f + SF_OCC] = s_occ[s]
-        sf[f + SF_LAT] = s_lat_exec[s]
-        sf[f + SF_MEMLAT] = s_mem_lat[s]
-        sf[f + SF_FREE] = _max2(issue_interval, s_lat_multi[s])
-        sf[f + SF_RBAR] = _rbar_release(s_mem[s], u_per_sm[u] != 0, s_occ[s], rbar_lat)
-        if cc:
-            sf[f + SF_SAME] = _max2(float(s_stall[s]) if sw_same else 1.0, 1.0)
-        else:
-            sf[f + SF_SAME] = _max2(s_lat_same[s] if sw_same else s_lat_multi[s], 1.0)
-    return sx, sf
-
-
-@_helper
-def _waited_on(sli, tdep, uf, heap, sch_list, sch_n, g, nxt, policy, S, spsm, L, pipe, sw_units):
-    """The static instruction that scheduler ``g`` waits on until ``nxt`` (its binding wait), for the
-    instruction view, which charges the SM's stall cycles to it (``REC_PCS``; looked up only then,
-    so that the loop keeps no state for it): the current instruction of the scheduler's first warp,
-    in age order (GTO) or slot order (LRR), whose ready time (t_dep, its unit copy, its
-    memory-pipeline slot, as the scan evaluates a warp) is ``nxt``; else of its warp ready first
-    (a wait for the scheduler itself); -1 when it has no warp."""
-    best = -1
-    bt = INF
-    n = sch_n[g] if policy == 1 else L
-    for k in range(n):
-        if policy == 1:
-            slot = sch_list[g, k]
-        else:
-            loc = (g % S) + k * S
-            if loc >= spsm:
-                continue
-            slot = (g // S) * spsm + loc
-        if sli[slot, SLI_CTX] < 0:
-            continue
-        r = tdep[slot]
-        if sw_units:
-            m = uf[sli[slot, SLI_UOFF], 0]
-            for c in range(1, sli[slot, SLI_UCNT]):
-                m = _min2(m, uf[sli[slot, SLI_UOFF], c])
-            r = _max2(r, m)
-        if sli[slot, SLI_GMEM]:
-            r = _max2(r, heap[pipe, 0])
-        if r == nxt:
-            return sli[slot, SLI_SIDX]
-        if r < bt:
-            bt = r
-            best = sli[slot, SLI_SIDX]
-    return best
-
-
-# The tables the loop's helpers share, in named tuples built once per run:
-#   Warps:  the per-slot tables (slot state and scoreboards);
-#   Scheds: the per-scheduler tables and warp lists;
-#   Static: the packed static tables, the run's switches that t_dep depends on, and the instruction
-#           caches' fill times (has_fetch: fetch modelled; ifl[sm, line] the time the line is in the
-#           SM's instruction cache, -1 not requested; gfl[line] the time it first arrived from DRAM;
-#           front[sm] the last line the SM's sequential prefetch requested; f_l2 / f_dram the fetch
-#           latencies; f_pf the lines the prefetch runs ahead of a warp) and the constant caches'
-#           (has_const; cfl[sm, line] the time the line is in the SM's constant cache, -1 not read);
-#   Blocks: the grid (warp contexts, blocks, each SM's block list) and the launch state.
-Warps = namedtuple("Warps", ("sli", "slf", "tdep", "rs", "rsc", "bs", "bsc", "bq", "bqc", "bqn"))
-Scheds = namedtuple("Scheds", ("scf", "sci", "lbo", "sch_list", "sch_n"))
-Static = namedtuple("Static", ("sx", "sf", "has_bar", "sw_deps", "has_async", "S", "U", "has_fetch", "ifl",
-                               "gfl", "front", "f_l2", "f_dram", "f_pf", "has_const", "cfl"))
-Blocks = namedtuple("Blocks", ("c_start", "c_end", "r_sidx", "b_ctx_start", "sm_blocks_start", "sm_blocks",
-                               "ctx_slot", "sm_next", "sm_res", "q_next", "age", "blk_live", "blk_arrived",
-                               "blk_bar", "sm_end", "counters"))
-
-
-@_cold
-def _fetch_line(st, sm, line, now):
-    """Instruction fetch (docs/model.md §2): the time ``line`` of the kernel's code is in ``sm``'s
-    instruction cache. Each SM starts the kernel with none of its code. A warp reaching ``line``
-    at ``now`` (the cycle its instruction became current) requests it if the SM has not, and keeps
-    the sequential prefetch ``f_pf`` lines ahead of it (``front[sm]``: the last line requested
-    ahead). A line arrives after the DRAM latency when no SM has fetched it before, else after
-    the L2 latency but not before its first fetch brought it on chip."""
-    ifl, gfl, front = st.ifl, st.gfl, st.front
-    ahead = line + st.f_pf
-    if ahead > front[sm]:
-        front[sm] = ahead       # (past the code's end too: that is requested as far as it goes)
-    last = ahead if ahead < ifl.shape[1] else ifl.shape[1] - 1
-    for k in range(line, last + 1):
-        if ifl[sm, k] < 0.0:
-            if gfl[k] < 0.0:
-                gfl[k] = now + st.f_dram
-            ifl[sm, k] = _max2(now + st.f_l2, gfl[k])
-    return ifl[sm, line]
-
-
-@_hot
-def _compute_tdep(w, st, slot):
-    """t_dep of the slot's current instruction and its binding cause."""
-    sli, slf, rs, rsc, bs, bsc = w.sli, w.slf, w.rs, w.rsc, w.bs, w.bsc
-    sx, sf = st.sx, st.sf
-    s = _nonneg(sli[slot, SLI_SIDX])
-    x = _nonneg(s * XW)
-    t0 = slf[slot, SLF_SAME]
-    c1 = sli[slot, SLI_SAMEC]
-    c2 = c1
-    sp = t0
-    # instruction fetch: checked where a warp may enter another line (X_FCHK)
-    if st.has_fetch and sx[x + X_FCHK] != 0:
-        sm = _nonneg(sli[slot, SLI_SM])
-        line = _nonneg(sx[x + X_ILINE])
-        ta = st.ifl[sm, line]
-        if ta < 0.0 or line + st.f_pf > st.front[sm]:
-            ta = _fetch_line(st, sm, line, slf[slot, SLF_SINCE])
-        if ta > t0:
-            t0 = ta
-            c1 = FETCH
-            c2 = FETCH
-            sp = t0
-    # constant cache (docs/model.md §2): the first read of a line on an SM waits for it from L2
-    if st.has_const and sx[x + X_CLINE] >= 0:
-        sm = _nonneg(sli[slot, SLI_SM])
-        cl = _nonneg(sx[x + X_CLINE])
-        ta = st.cfl[sm, cl]
-        if ta < 0.0:
-            ta = slf[slot, SLF_SINCE] + st.f_l2
-            st.cfl[sm, cl] = ta
-        if ta > t0:
-            t0 = ta
-            c1 = CONST_MISS
-            c2 = CONST_MISS
-            sp = t0
-    if st.has_bar and slf[slot, SLF_BAR] > t0:
-        t0 = slf[slot, SLF_BAR]
-        c1 = BARRIER
-        c2 = BARRIER
-        sp = t0
-    if st.sw_deps:
-        if sx[x + X_CC] == 0:
-            for k in range(sx[x + X_NSRC]):
-                r = _nonneg(sx[x + X_SRC + k])
-                if rs[slot, r, RS_T] > t0:
-                    t0 = rs[slot, r, RS_T]
-                    sp = rs[slot, r, RS_B]
-                    c1 = rsc[slot, r, RC_C1]
-                    c2 = rsc[slot, r, RC_C2]
-            # write-after-write: the new result must not land before the pending one
-            lx = sf[s * FW + SF_LAT]
-            for k in range(sx[x + X_NWAW]):
-                r = _nonneg(sx[x + X_WAW + k])
-                if rs[slot, r, RS_T] - lx > t0:
-                    t0 = rs[slot, r, RS_T] - lx
-                    sp = rs[slot, r, RS_B] - lx
-                    c1 = rsc[slot, r, RC_C1]
-                    c2 = rsc[slot, r, RC_C2]
-        else:
-            wm = sx[x + X_WAIT]
-            for b in range(NSB):
-                if (wm >> b) & 1 and bs[slot, b, RS_T] > t0:
-                    t0 = bs[slot, b, RS_T]
-                    sp = bs[slot, b, RS_B]
-                    c1 = bsc[slot, b, RC_C1]
-                    c2 = bsc[slot, b, RC_C2]
-        db = sx[x + X_DEPBAR] if st.has_async else -1
-        if db >= 0:
-            bt, bsp, b1, b2 = _depbar_wait(bs, bsc, w.bq, w.bqc, w.bqn, slot, db)
-            if bt > t0:
-                t0 = bt
-                sp = bsp
-                c1 = b1
-                c2 = b2
-    w.tdep[slot] = t0
-    sli[slot, SLI_C1] = c1
-    sli[slot, SLI_C2] = c2
-    slf[slot, SLF_SPLIT] = sp
-    u = sx[x + X_UNIT]
-    grp = sli[slot, SLI_SM] * st.S if sx[x + X_UPSM] != 0 else sli[slot, SLI_G]
-    sli[slot, SLI_UOFF] = grp * st.U + u
-    sli[slot, SLI_UCNT] = sx[x + X_UCNT]
-    sli[slot, SLI_GMEM] = sx[x + X_GMEM]
-
-
-@_hot
-def _note_ready(w, sc, slot):
-    """Lower the slot's scheduler wake-up time to the slot's t_dep."""
-    sli, slf, tdep = w.sli, w.slf, w.tdep
-    scf, sci, lbo = sc.scf, sc.sci, sc.lbo
-    g = _nonneg(sli[slot, SLI_G])
-    if tdep[slot] < lbo[g]:
-        lbo[g] = tdep[slot]
-    if tdep[slot] < scf[g, SCF_NEXT]:
-        scf[g, SCF_NEXT] = tdep[slot]
-        sci[g, SCI_C1] = sli[slot, SLI_C1]
-        sci[g, SCI_C2] = sli[slot, SLI_C2]
-        scf[g, SCF_SPLIT] = slf[slot, SLF_SPLIT]
-
-
-@_hot
-def _sm_wake(scf, tree, leaves, S, sm):
-    """Earliest wake-up among the SM's schedulers, written into the min-tree."""
-    m = scf[sm * S, SCF_NEXT]
-    for k in range(1, S):
-        if scf[sm * S + k, SCF_NEXT] < m:
-            m = scf[sm * S + k, SCF_NEXT]
-    _tree_set(tree, leaves, sm, m)
-
-
-@_hot
-def _earliest_copy(sli, uf, slot):
-    """The earliest-free copy of the unit the slot's next instruction needs: its copy index
-    (first on ties) and free time."""
-    off = _nonneg(sli[slot, SLI_UOFF])
-    bc = 0
-    m = uf[off, 0]
-    for cc in range(1, sli[slot, SLI_UCNT]):
-        if uf[off, cc] < m:
-            m = uf[off, cc]
-            bc = cc
-    return _nonneg(bc), m
-
-
-@_hot
-def _ready_of(sli, tdep, uf, heap, pp, sw_units, slot):
-    """Earliest cycle the slot's instruction may issue (t_dep, unit copy, memory-pipeline slot
-    ``heap[pp]``) and the binding shared resource (0: t_dep binds), as the scan evaluates a warp."""
-    r = tdep[slot]
-    bind = 0
-    if sw_units:
-        m = _earliest_copy(sli, uf, slot)[1]
-        if m > r:
-            r = m
-            bind = UNIT_BUSY
-    if sli[slot, SLI_GMEM] and heap[pp, 0] > r:
-        r = heap[pp, 0]
-        bind = MEM_PIPE
-    return r, bind
-
-
-@_hot
-def _replay_next(order_in, r_ctx, ctx_slot, sli, parked, scf, g_sm, tree, leaves, S, ptr, now):
-    """Make the order's event ``ptr`` the one that may issue next; a scheduler parked while
-    waiting for the order is scanned again from ``now`` (next cycle when this sweep has passed
-    it). Returns the event's slot, or -1 when its warp is not resident at that row."""
-    row = order_in[ptr]
-    c = r_ctx[row]
-    slot = ctx_slot[c]
-    if slot < 0 or sli[slot, SLI_CTX] != c or sli[slot, SLI_ROW] != row:
-        return -1
-    g = _nonneg(sli[slot, SLI_G])
-    if parked[g]:
-        parked[g] = False
-        scf[g, SCF_NEXT] = now
-        _sm_wake(scf, tree, leaves, S, g_sm[g])
-    return slot
-
-
-@_cold
-def _launch_blocks(w, sc, st, bl, sm, t0, most, resident, deal, q_end, spsm):
-    """Launch up to ``most`` blocks on ``sm`` until its resident-block limit (occupancy) or
-    the blocks it may take are exhausted (its own list, or with dynamic dealing the grid-wide
-    queue): each warp of a block takes the lowest free slot of the SM, becomes eligible at
-    ``t0`` (kernel start, or the launch latency after a block retires) with a clean scoreboard,
-    and joins its scheduler's list. Returns 2 when no slot is free (inconsistent occupancy),
-    else 0."""
-    sli, slf = w.sli, w.slf
-    sch_list, sch_n = sc.sch_list, sc.sch_n
-    sm_res, sm_next, q_next, b_ctx_start = bl.sm_res, bl.sm_next, bl.q_next, bl.b_ctx_start
-    n_launched = 0
-    while sm_res[sm] < resident and n_launched < most:
-        if deal:
-            if q_next[0] >= q_end:
-                break
-            b = bl.sm_blocks[q_next[0]]
-            q_next[0] += 1
-        else:
-            if sm_next[sm] >= bl.sm_blocks_start[sm + 1]:
-                break
-            b = bl.sm_blocks[sm_next[sm]]
-            sm_next[sm] += 1
-        n_launched += 1
-        sm_res[sm] += 1
-        bl.sm_end[sm, 1] += 1.0
-        bl.counters[C_BLOCKS] += 1
-        bl.blk_live[b] = b_ctx_start[b + 1] - b_ctx_start[b]
-        bl.blk_arrived[b] = 0
-        for c in range(b_ctx_start[b], b_ctx_start[b + 1]):
-            slot = -1
-            for loc in range(spsm):
-                if sli[sm * spsm + loc, SLI_CTX] < 0:
-                    slot = sm * spsm + loc
-                    break
-            if slot < 0:
-                return 2
-            bl.ctx_slot[c] = slot
-            sli[slot, SLI_CTX] = c
-            sli[slot, SLI_ROW] = bl.c_start[c]
-            sli[slot, SLI_END] = bl.c_end[c]
-            sli[slot, SLI_SIDX] = bl.r_sidx[bl.c_start[c]]
-            slf[slot, SLF_SAME] = t0
-            sli[slot, SLI_SAMEC] = NO_WARP
-            slf[slot, SLF_BAR] = 0.0
-            sli[slot, SLI_AGE] = bl.age[0]
-            bl.age[0] += 1
-            sli[slot, SLI_YIELD] = 1
-            slf[slot, SLF_SINCE] = t0
-            sli[slot, SLI_BLOCK] = b
-            w.rs[slot, :, :] = 0.0
-            w.bs[slot, :, :] = 0.0
-            w.rsc[slot, :, :] = 0
-            w.bsc[slot, :, :] = 0
-            w.bqn[slot, :] = 0
-            w.bq[slot, NSB, 0, RS_T] = 0.0
-            _compute_tdep(w, st, slot)
-            _note_ready(w, sc, slot)
-            g2 = sli[slot, SLI_G]
-            sch_list[g2, sch_n[g2]] = slot
-            sch_n[g2] += 1
-    return 0
-
-
-@_cold
-def _release(w, sc, st, bl, blk, rel):
-    """All warps of ``blk`` have arrived at the barrier: the waiting ones may go on at ``rel``."""
-    bl.blk_arrived[blk] = 0
-    bl.blk_bar[blk, 0] = 0.0
-    bl.blk_bar[blk, 1] = 0.0
-    bl.counters[C_BARS] += 1
-    for c in range(bl.b_ctx_start[blk], bl.b_ctx_start[blk + 1]):
-        slot = bl.ctx_slot[c]
-        if slot >= 0 and w.sli[slot, SLI_CTX] == c and w.slf[slot, SLF_BAR] >= INF:
-            w.slf[slot, SLF_BAR] = rel
-            _compute_tdep(w, st, slot)
-            _note_ready(w, sc, slot)
-
-
-# The global-memory path of an issue, and the tables it reads and writes (built once per run):
-#   Tx:        the trace's transactions (per row: first transaction, minimum count and bytes; per
-#              transaction: address, bytes, DRAM channel);
-#   MemConfig: the memory system's geometry, latencies and switches;
-#   Memory:    its state (built by _new_memory).
-Tx = namedtuple("Tx", ("r_tx_start", "r_tx_min", "r_tx_min_bytes", "tx_addr", "tx_bytes", "tx_chan"))
-MemConfig = namedtuple("MemConfig", ("sw_coal", "sw_l1", "sw_l2", "sw_bw", "sw_skew", "has_l1", "has_l2", "l1_shape",
-                                     "l2_shape", "channels", "n_parts", "part_bytes", "n_slices", "slices_pp",
-                                     "slices_pc", "slice_line", "slice_spb", "mshr", "mshr_line", "spp", "pipe_slots",
-                                     "pipe_limited", "l1_lat", "l2_lat", "l2_far_lat", "dram_lat", "spb", "record",
-                                     "has_tlb", "tlb"))
-# address translation's switch, the two TLB levels' geometries (teg.memory.cache.cache_shape) and
-# the cycles an L2 TLB hit and a page walk add
-TlbConfig = namedtuple("TlbConfig", ("on", "l1_shape", "l2_shape", "l2_lat", "walk_lat"))
-
-
-@_helper
-def _mem_config(ipar, fpar):
-    """The memory system's parameters (:class:`MemConfig`) from the engine input's tables."""
-    l1_sets, l1_assoc, l1_line, l1_sector = ipar[I_L1_SETS], ipar[I_L1_ASSOC], ipar[I_L1_LINE], ipar[I_L1_SECTOR]
-    l2_sets, l2_assoc, l2_line, l2_sector = ipar[I_L2_SETS], ipar[I_L2_ASSOC], ipar[I_L2_LINE], ipar[I_L2_SECTOR]
-    mshr = ipar[I_MSHR]
-    # MSHR mode: outstanding L1 misses per SM, counted per cache line (MSHR entries), instead of
-    # TEG's C_mem instruction slots per memory pipeline
-    pipe_slots = ipar[I_PIPE_SLOTS] if mshr == 0 else mshr
-    n_parts = max(ipar[I_L2_PARTS], 1)
-    n_slices = ipar[I_L2_SLICES]
-    # each partition's cache indexes its sets without the home-partition bits (powers of two)
-    skip_at = _log2(max(ipar[I_L2_PART_BYTES], 1) // max(l2_line, 1)) if n_parts > 1 else -1
-    skip_bits = _log2(n_parts) if skip_at >= 0 else -1
-    # address translation: the L1 TLB (per SM) and the L2 TLB, each a cache of page translations
-    has_tlb = ipar[I_TLB1_SETS] > 0 and ipar[I_TLB2_SETS] > 0
-    t1, t2 = I_TLB1_SETS, I_TLB2_SETS
-    tlb = TlbConfig(ipar[I_SW_TLB] != 0, cache_shape(max(ipar[t1], 1), ipar[t1 + 1], ipar[t1 + 2], ipar[t1 + 3]),
-                    cache_shape(max(ipar[t2], 1), ipar[t2 + 1], ipar[t2 + 2], ipar[t2 + 3]), fpar[F_TLB2_LAT],
-                    fpar[F_WALK_LAT])
-    return MemConfig(
-        ipar[I_SW_COAL] != 0, ipar[I_SW_L1] != 0, ipar[I_SW_L2] != 0, ipar[I_SW_BW] != 0, ipar[I_SW_SKEW] != 0,
-        l1_sets > 0, l2_sets > 0,
-        cache_shape(max(l1_sets, 1), l1_assoc, l1_line, l1_sector, 0, 0, ipar[I_L1_HASH] != 0),
-        cache_shape(max(l2_sets, 1), l2_assoc, l2_line, l2_sector, max(skip_at, 0), max(skip_bits, 0),
-                    ipar[I_L2_HASH] != 0),
-        max(ipar[I_CHANNELS], 1), n_parts, max(ipar[I_L2_PART_BYTES], 1), n_slices,
-        max(n_slices // n_parts, 1),
-        max(n_slices // max(ipar[I_CHANNELS], 1), 1),          # slices per DRAM channel
-        l2_line if l2_line > 0 else 128, fpar[F_L2_SLICE_SPB],
-        mshr, l1_line if l1_line > 0 else (l2_line if l2_line > 0 else 128),
-        max(ipar[I_SMS_PER_PIPE], 1) if mshr == 0 else 1, pipe_slots, pipe_slots > 0,
-        fpar[F_L1_LAT], fpar[F_L2_LAT], fpar[F_L2_FAR_LAT], fpar[F_DRAM_LAT], fpar[F_SERVICE_PER_BYTE],
-        (ipar[I_TIMELINE] & REC_ROWS) != 0, has_tlb, tlb)
-
-
-@_cold
-def _tlb_fill(mem, mc, t, addr):
-    """When the translation of ``addr``, missing from an SM's L1 TLB at ``t``, is there: after the
-    L2 TLB's latency on an L2 TLB hit (no earlier than that entry's own walk, if it is still under
-    way), else after a page walk, whose result the L2 TLB then holds."""
-    tc = mc.tlb
-    hit, row, ready = cache_access_timed(mem.tlb2_state, mem.tlb2_ready, 0, tc.l2_shape, addr)
-    if hit:
-        return _max2(t + tc.l2_lat, ready)
-    done = t + tc.walk_lat
-    mem.tlb2_ready[row, 0] = done
-    return done
-
-
-@_hot
-def _translate(mem, mc, sm, t, addr):
-    """Address translation (docs/model.md §3): the cycle the translation of byte ``addr`` is
-    available to ``sm`` for an access past its L1 at ``t`` — ``t`` on an L1 TLB hit (or the time
-    an earlier miss of the same page on this SM brings it: requests merge), else the L2 TLB's or
-    the page walk's time (:func:`_tlb_fill`). The TLBs are LRU caches of page translations."""
-    hit, row, ready = cache_access_timed(mem.tlb1_state, mem.tlb1_ready, sm, mc.tlb.l1_shape, addr)
-    if hit:
-        return _max2(t, ready)
-    done = _tlb_fill(mem, mc, t, addr)
-    mem.tlb1_ready[row, 0] = done
-    return done
-
-
-@_hot
-def _global_access(mem, mc, tx, counters, tx_rec, t, row, sm, pp, store, depcause, l1x):
-    """The global access of row ``row``, issued at ``t`` on ``sm`` (memory pipeline ``pp``; ``store``
-    and ``depcause`` its instruction's X_STORE and X_DEPCAUSE): each transaction through L1, an
-    MSHR entry or memory-pipeline slot, its L2 slice, the L2 and a DRAM channel; an L1 hit's data
-    come ``l1x`` cycles later than the latency (the access's further wavefronts). Returns
-    ``(done, base, c1, c2)``: when its last result is back, the same without queueing (the
-    split), and the causes a consumer waiting on it is charged."""
-    heap, pipe_n, chan_free, chan_scale = mem.heap, mem.pipe_n, mem.chan_free, mem.chan_scale
-    l1_state, l1_ready, l2_state, l2_ready = mem.l1_state, mem.l1_ready, mem.l2_state, mem.l2_ready
-    slice_free = mem.slice_free
-    r_tx_start, tx_addr, tx_bytes, tx_chan = tx.r_tx_start, tx.tx_addr, tx.tx_bytes, tx.tx_chan
-    sw_coal, sw_l1, sw_l2, sw_bw = mc.sw_coal, mc.sw_l1, mc.sw_l2, mc.sw_bw
-    has_l1, has_l2, l1_shape, l2_shape = mc.has_l1, mc.has_l2, mc.l1_shape, mc.l2_shape
-    n_parts, part_bytes, mshr, mshr_line = mc.n_parts, mc.part_bytes, mc.mshr, mc.mshr_line
-    n_slices, slices_pp, slices_pc = mc.n_slices, mc.slices_pp, mc.slices_pc
-    slice_line, slice_spb = mc.slice_line, mc.slice_spb
-    l1_lat, l2_lat, l2_far_lat, dram_lat, spb = mc.l1_lat, mc.l2_lat, mc.l2_far_lat, mc.dram_lat, mc.spb
-    k0 = _nonneg(r_tx_start[row])
-    ntx = r_tx_start[row + 1] - k0
-    kp = k0 + PREFETCH_TX
-    if kp < tx_addr.shape[0]:
-        _prefetch(tx_addr, kp)
-        _prefetch(tx_bytes, kp)
-        _prefetch(tx_chan, kp)
-    nb_each = 0.0
-    if not sw_coal:
-        ntx = _min2(ntx, tx.r_tx_min[row])
-        if ntx > 0:
-            nb_each = tx.r_tx_min_bytes[row] / ntx
-    counters[C_G_ACC] += 1
-    counters[C_TX] += ntx
-    is_store = store != 0
-    is_write = store == 2
-    c1 = depcause
-    c2 = CHANNEL_QUEUE
-    if ntx == 0:                  # no active lane: nothing to fetch
-        done = t + 1.0
-        base = done
-    else:
-        done = t
-        base = t
-    missed = False
-    beyond_l1 = False
-    best_extra = 0.0
-    near = mem.sm_part[sm]
-    line = -1               # cache line of the open MSHR entry (MSHR mode)
-    line_done = 0.0
-    mshr_free = t
-    for j in range(k0, r_tx_start[row + 1]):
-        addr = tx_addr[j]
-        # The caches always evolve as with every mechanism on: a removed mechanism
-        # (perfect L1/L2, perfect coalescing) changes what an access costs, never which
-        # sectors the caches hold, so it cannot turn a later hit into a miss.
-        # (each access also returns its line's ready time: a hit on a line whose fill
-        # is still on its way merges with that miss and completes no earlier)
-        l1_hit = False
-        l1_row = -1
-        l1_rt = -1.0
-        if has_l1 and not is_store:
-            l1_hit, l1_row, l1_rt = cache_access_timed(l1_state, l1_ready, sm, l1_shape, addr)
-        # L2: the near partition first (it may hold a copy of a far line); a miss there
-        # looks up the address's home partition, which fills on a miss, and the near
-        # partition keeps a copy either way (near/far partitions, docs/model.md §3)
-        l2_hit = False
-        near_hit = False
-        far = False
-        serve = near
-        l2_row = -1
-        h_row = -1
-        l2_rt = -1.0
-        if has_l2 and not l1_hit:
-            l2_hit, l2_row, l2_rt = cache_access_timed(l2_state, l2_ready, near, l2_shape, addr)
-            near_hit = l2_hit
-            if n_parts > 1:
-                home = (addr // part_bytes) % n_parts
-                if home != near and not l2_hit:
-                    far = True
-                    serve = home
-                    l2_hit, h_row, l2_rt = cache_access_timed(l2_state, l2_ready, home, l2_shape, addr)
-        if j >= k0 + ntx:
-            continue        # perfect coalescing: surplus transactions cost nothing
-        nb = float(tx_bytes[j]) if sw_coal else nb_each
-        if has_l1 and not is_store:
-            if l1_hit or not sw_l1:
-                counters[C_L1H] += 1
-                d = t + l1_lat + l1x
-                if sw_l1 and l1_rt > d:
-                    d = l1_rt       # the line's fill is still on its way
-                    missed = True
-                if d > done:
-                    done = d
-                if d > base:
-                    base = d
-                continue
-            counters[C_L1M] += 1
-            missed = True
-        beyond_l1 = True
-        # MSHR mode: each cache line past L1 holds one of the SM's entries until its
-        # last sector is back; its requests leave when an entry is free
-        s_req = t
-        if mshr > 0:
-            ln = addr // mshr_line
-            if ln != line:
-                if line >= 0:
-                    _heap_replace_top(heap, pp, pipe_n[pp], line_done)
-                line = ln
-                line_done = t
-                mshr_free = heap[pp, 0]
-            if mshr_free > s_req:
-                s_req = mshr_free
-        qw = s_req - t          # waiting for an MSHR entry
-        qc = MEM_PIPE
-        if mc.has_tlb:
-            # the L2 is physically addressed: an access past L1 needs its page's translation
-            tr = _translate(mem, mc, sm, t, addr)
-            if mc.tlb.on and tr > s_req:
-                if tr - t > qw:
-                    qc = TLB_MISS
-                    qw = tr - t
-                s_req = tr
-        # the L2 slice that serves the request (bandwidth per slice)
-        if n_slices > 0:
-            # the slices sit in front of the DRAM channels (two or more per channel):
-            # the channel hash spreads strided patterns over them, the line's low
-            # bits pick one of its channel's slices
-            sl = serve * slices_pp + (tx_chan[j] * slices_pc + (addr // slice_line) % slices_pc) % slices_pp
-            s1 = s_req
-            if slice_free[sl] > s1:
-                s1 = slice_free[sl]
-            if sw_bw:
-                slice_free[sl] = s1 + nb * slice_spb
-                if far:
-                    # the far line is copied into the near partition (GTC21): the copy's fill takes
-                    # the near partition's slice of the same index as long
-                    sn = near * slices_pp + (sl - serve * slices_pp)
-                    slice_free[sn] = _max2(slice_free[sn], s1) + nb * slice_spb
-            if s1 - s_req > 0.0:
-                qc = L2_QUEUE if s1 - s_req >= qw else qc
-            if mc.record:
-                record_level(tx_rec, j, TX_SLICE, sl, s_req, s1, _max2(slice_free[sl], s1))
-            s_req = s1
-        to_dram = True
-        if has_l2:
-            if l2_hit or not sw_l2:
-                counters[C_L2H] += 1
-                d = s_req + (l2_far_lat if far and sw_l2 else l2_lat)
-                if sw_l2 and l2_rt > d:
-                    d = l2_rt       # the line's fill is still on its way
-                    missed = True
-                to_dram = False
-            else:
-                counters[C_L2M] += 1
-                missed = True
-        cq = s_req - t
-        if to_dram:
-            # every transaction keeps its own channel and FIFO position; without
-            # channel skew an overloaded channel serves at the average load's pace
-            ch = _nonneg(tx_chan[j])
-            s0 = s_req
-            if chan_free[ch] > s0:
-                s0 = chan_free[ch]
-                qc = CHANNEL_QUEUE if s0 - s_req >= s_req - t else qc
-            cq = s0 - t
-            if sw_bw:
-                chan_free[ch] = s0 + nb * spb * chan_scale[ch]
-            if mc.record:
-                record_level(tx_rec, j, TX_CHAN, ch, s_req, s0, _max2(chan_free[ch], s0))
-            if is_write and has_l2:
-                # the L2 is write-back: a write is acknowledged by its L2 slice once the
-                # channel can take the write-back (no DRAM round trip for the ack)
-                d = s_req + (l2_far_lat if far else l2_lat)
-                if s0 > d:
-                    d = s0
-            else:
-                # a far home partition adds its extra crossbar latency to the DRAM trip
-                d = s0 + dram_lat + (l2_far_lat - l2_lat if far else 0.0)
-            counters[C_DRAM] += 1
-            counters[C_DRAM_B] += np.int64(nb)
-            counters[C_CHW] += np.int64(s0 - s_req)
-        # the lines this access brought in are there at d
-        if l1_row >= 0:
-            l1_ready[l1_row, 0] = d
-        if l2_row >= 0 and not near_hit:
-            l2_ready[l2_row, 0] = d
-        if h_row >= 0 and not l2_hit:
-            l2_ready[h_row, 0] = d
-        if d > done:
-            done = d
-        if d - cq > base:
-            base = d - cq
-        if cq > best_extra:
-            best_extra = cq
-            c2 = qc
-        if mshr > 0 and d > line_done:
-            line_done = d
-    if mshr > 0 and line >= 0:
-        _heap_replace_top(heap, pp, pipe_n[pp], line_done)
-    # C_mem: the instruction holds one memory-pipeline slot until its last transaction is back
-    if mc.pipe_limited and beyond_l1 and mshr == 0:
-        _heap_replace_top(heap, pp, pipe_n[pp], done)
-    if missed:
-        c1 = CACHE_MISS if (has_l1 or has_l2) else depcause
-    return done, base, c1, c2
-
-
-# ---- per-run set-up: allocation and initialisation of the loop's tables, in functions of their
-# own (run once per call, so nothing is lost by not inlining them; ``simulate`` itself stays small
-# enough for numba's front end, whose cost grows faster than a function's length)
-Memory = namedtuple("Memory", ("heap", "pipe_n", "chan_free", "chan_scale", "l1_state", "l1_ready", "l2_state",
-                               "l2_ready", "sm_part", "slice_free", "tlb1_state", "tlb1_ready", "tlb2_state",
-                               "tlb2_ready"))
-
-
-@_helper
-def _slots_per_sm(ipar, b_ctx_start, sm_blocks_start):
-    """The warp slots an SM can ever hold: at most min(resident, blocks) blocks of the largest
-    block's warps live at once and a launching warp takes the lowest free slot, so slots past that
-    count stay empty: leaving them out changes no result and shrinks the per-slot state (a small
-    kernel on a whole GPU would otherwise allocate every SM's 64 slots of scoreboard)."""
-    spsm = ipar[I_SLOTS]
-    resident = ipar[I_RESIDENT]
-    wpb_max = 1
-    for b in range(b_ctx_start.shape[0] - 1):
-        if b_ctx_start[b + 1] - b_ctx_start[b] > wpb_max:
-            wpb_max = b_ctx_start[b + 1] - b_ctx_start[b]
-    live = min(resident, b_ctx_start.shape[0] - 1)        # blocks an SM can hold at once
-    if ipar[I_DEAL] != 0:
-        # dealt breadth-first: a grid that fits in one wave gives each SM ceil(B / SMs) blocks
-        n_b = b_ctx_start.shape[0] - 1
-        if n_b <= ipar[I_SMS] * resident:
-            live = min(live, (n_b + ipar[I_SMS] - 1) // ipar[I_SMS])
-    else:
-        longest = 0                                          # static lists: the longest one
-        for sm in range(ipar[I_SMS]):
-            longest = max(longest, sm_blocks_start[sm + 1] - sm_blocks_start[sm])
-        live = min(live, longest)
-    if live * wpb_max < spsm:
-        spsm = max(1, live * wpb_max)
-    return spsm
-
-
-@_helper
-def _table_sizes(u_count, s_dst, s_src):
-    """Copies of the most replicated unit (the unit table's row width) and the registers the
-    instructions name (the scoreboard's rows per slot)."""
-    maxc = 1
-    for u in range(u_count.shape[0]):
-        if u_count[u] > maxc:
-            maxc = u_count[u]
-    nreg = 1
-    for i in range(s_dst.shape[0]):
-        for k in range(s_dst.shape[1]):
-            if s_dst[i, k] + 1 > nreg:
-                nreg = s_dst[i, k] + 1
-        for k in range(s_src.shape[1]):
-            if s_src[i, k] + 1 > nreg:
-                nreg = s_src[i, k] + 1
-    return maxc, nreg
-
-
-@_helper
-def _kernel_uses(s_barrier, s_async, s_depbar, sw_bar):
-    """Whether the kernel has a BAR that waits (else the loop skips the barrier checks) and any
-    cp.async copy, commit or DEPBAR (else it skips their checks and keeps no barrier ring)."""
-    has_bar = False
-    has_async = False
-    for i in range(s_barrier.shape[0]):
-        if s_barrier[i] != 0 and sw_bar:
-            has_bar = True
-    for i in range(s_async.shape[0]):
-        if s_async[i] != 0 or s_depbar[i] >= 0:
-            has_async = True
-    return has_bar, has_async
-
-
-@_helper
-def _fetch_checks(s_iline, r_sidx, c_start, c_end, on):
-    """Per static instruction, 1 where a warp may enter a new instruction-cache line: the first
-    instruction of a line (the one before it, in static order = PC order, lies in another line), a
-    warp's first instruction, and every instruction a warp reaches other than from the one before
-    it (a branch target in this trace). Everywhere else the warp is still in the line it entered,
-    whose fetch it has waited for, so the loop checks nothing there."""
-    n = s_iline.shape[0]
-    chk = np.zeros(n, np.int64)
-    if not on or n == 0 or s_iline.max() < 0:
-        return chk          # fetch switched off or not modelled: nothing to check
-    for s in range(n):
-        if s_iline[s] >= 0 and (s == 0 or s_iline[s - 1] != s_iline[s]):
-            chk[s] = 1
-    for c in range(c_start.shape[0]):
-        if c_end[c] > c_start[c]:
-            chk[r_sidx[c_start[c]]] = 1
-        for row in range(c_start[c] + 1, c_end[c]):
-            if r_sidx[row] != r_sidx[row - 1] + 1:
-                chk[r_sidx[row]] = 1
-    return chk
-
-
-@_helper
-def _line_table(lines, on, n_sms):
-    """Whether a per-SM cache of code or constant lines is modelled (its switch ``on`` and some
-    instruction with a line in ``lines``), and its table ``[sm, line]`` of arrival times, every
-    line not yet requested (-1; one dummy entry when not modelled)."""
-    n = 0
-    for s in range(lines.shape[0]):
-        if lines[s] + 1 > n:
-            n = lines[s] + 1
-    used = on and n > 0
-    return used, np.full((n_sms if used else 1, n if used else 1), -1.0, np.float64)
-
-
-@_helper
-def _new_fetch(sx, sf, has_bar, sw_deps, has_async, S, U, s_iline, s_cline, n_sms, ipar, fpar):
-    """The :class:`Static` tuple with empty instruction and constant caches: each is modelled when
-    its switch is on and some instruction has a line (``s_iline`` / ``s_cline`` >= 0)."""
-    has_fetch, ifl = _line_table(s_iline, ipar[I_SW_FETCH] != 0, n_sms)
-    gfl = np.full(ifl.shape[1], -1.0, np.float64)
-    front = np.full(ifl.shape[0], -1, np.int64)
-    has_const, cfl = _line_table(s_cline, ipar[I_SW_CONST] != 0, n_sms)
-    return Static(sx, sf, has_bar, sw_deps, has_async, S, U, has_fetch, ifl, gfl, front, fpar[F_L2_LAT],
-                  fpar[F_DRAM_LAT], ipar[I_FETCH_PF], has_const, cfl)
-
-
-@_helper
-def _new_warps(n_sms, spsm, S, nreg, has_async):
-    """The warp-slot tables (:class:`Warps`), every slot free, with its fixed SM / scheduler /
-    list-position maps (so the hot loop needs no integer division)."""
-    n_slots = n_sms * spsm
-    # one float and one int table, a row per slot
-    slf = np.zeros((n_slots, NUM_SLF), np.float64)
-    sli = np.zeros((n_slots, NUM_SLI), np.int64)
-    sli[:, SLI_CTX] = -1
-    sli[:, SLI_YIELD] = 1
-    sli[:, SLI_UCNT] = 1
-    for slot in range(n_slots):
-        sli[slot, SLI_SM] = slot // spsm
-        sli[slot, SLI_G] = sli[slot, SLI_SM] * S + (slot % spsm) % S
-        sli[slot, SLI_K] = (slot % spsm) // S
-    # scoreboard: registers and dependency barriers (see RS_*)
-    rs = np.zeros((n_slots, nreg, 2), np.float64)
-    bs = np.zeros((n_slots, NSB, 2), np.float64)
-    rsc = np.zeros((n_slots, nreg, 2), np.int64)
-    bsc = np.zeros((n_slots, NSB, 2), np.int64)
-    # counted barriers: ``bq[slot, b, e, RS_*]`` / ``bqc`` (as bs/bsc) a ring of barrier b's last
-    # NQ results, ``bqn[slot, b]`` its results so far; at b = NSB, e = 0 the slot's open cp.async
-    # group (its latest copy result so far). The ring is read and written only when has_async
-    # (_bar_write's ``ring``): one entry otherwise (e = 0 still holds the open group, reset at launch)
-    bq = np.zeros((n_slots, NSB + 1, NQ if has_async else 1, 2), np.float64)
-    bqc = np.zeros((n_slots, NSB + 1, NQ if has_async else 1, 2), np.int64)
-    bqn = np.zeros((n_slots, NSB), np.int64)
-    return Warps(sli, slf, np.zeros(n_slots, np.float64), rs, rsc, bs, bsc, bq, bqc, bqn)
-
-
-@_helper
-def _new_scheds(G, L):
-    """The scheduler tables (:class:`Scheds`): nothing to wake for, no warps."""
-    scf = np.zeros((G, NUM_SCF), np.float64)
-    sci = np.zeros((G, NUM_SCI), np.int64)
-    scf[:, SCF_NEXT] = INF
-    scf[:, SCF_SPLIT] = INF
-    sci[:, SCI_C1] = NO_WARP
-    sci[:, SCI_C2] = NO_WARP
-    sci[:, SCI_RR] = L - 1
-    sci[:, SCI_GREEDY] = -1
-    sch_list = np.full((G, L), -1, np.int64)   # each scheduler's warp slots, oldest first (GTO order)
-    # GTO: a lower bound on the ready time of every warp of the scheduler but its greedy one (-INF:
-    # unknown). A warp's ready time never falls while it does not issue (its t_dep is fixed, unit
-    # and pipeline-slot free times only grow), so a scan's minimum stays a bound until the greedy
-    # warp changes or a warp is launched or released.
-    lbo = np.full(G, -INF, np.float64)
-    sch_n = np.zeros(G, np.int64)
-    return Scheds(scf, sci, lbo, sch_list, sch_n)
-
-
-@_helper
-def _index_maps(n_sms, S, spp):
-    """Each scheduler's SM and index in it, each SM's memory pipeline."""
-    G = n_sms * S
-    g_sm = np.empty(G, np.int64)
-    g_sch = np.empty(G, np.int64)
-    for g in range(G):
-        g_sm[g] = g // S
-        g_sch[g] = g % S
-    sm_pipe = np.empty(n_sms, np.int64)
-    for sm in range(n_sms):
-        sm_pipe[sm] = sm // spp
-    return g_sm, g_sch, sm_pipe
-
-
-@_helper
-def _new_memory(mc, n_sms, tx_chan, sm_part_in):
-    """The memory system's state (:class:`Memory`), empty: the memory pipelines' slot heaps (and
-    slots per pipeline), DRAM channels, L1s and L2 partitions with their lines' ready times, each
-    SM's near L2 partition, the L2 slices."""
-    spp, pipe_slots, channels, n_parts = mc.spp, mc.pipe_slots, mc.channels, mc.n_parts
-    n_pipes = (n_sms + spp - 1) // spp
-    pipe_n = np.zeros(n_pipes, np.int64)
-    maxslots = 1
-    if pipe_slots > 0:
-        for p in range(n_pipes):
-            in_pipe = min(spp, n_sms - p * spp)
-            pipe_n[p] = max(1, (pipe_slots * in_pipe) // spp)
-            if pipe_n[p] > maxslots:
-                maxslots = pipe_n[p]
-    heap = np.zeros((n_pipes, maxslots), np.float64)
-    chan_free = np.zeros(channels, np.float64)
-    # channel skew removed: each channel's service time scaled to the average load (balance_scale)
-    if mc.sw_skew:
-        chan_scale = np.ones(channels, np.float64)
-    else:
-        chan_scale = balance_scale(tx_chan, channels)
-    l1_state = cache_new(n_sms, mc.l1_shape)
-    # per way, the cycle its line's data is there (a hit on a line still being filled waits for it)
-    l1_ready = np.zeros(l1_state.shape, np.float64)
-    # L2: one cache per partition (its geometry is one partition's); each SM has a near partition
-    # (``sm_part_in``, from the lowering), each address a home partition (interleave part_bytes)
-    l2_state = cache_new(n_parts, mc.l2_shape)
-    l2_ready = np.zeros(l2_state.shape, np.float64)
-    sm_part = sm_part_in.astype(np.int64)
-    slice_free = np.zeros(max(mc.n_slices, 1), np.float64)
-    # address translation: an L1 TLB per SM and one L2 TLB, cold (empty stand-ins when not modelled)
-    tlb1_state = cache_new(n_sms if mc.has_tlb else 1, mc.tlb.l1_shape)
-    tlb1_ready = np.zeros(tlb1_state.shape, np.float64)
-    tlb2_state = cache_new(1, mc.tlb.l2_shape)
-    tlb2_ready = np.zeros(tlb2_state.shape, np.float64)
-    return Memory(heap, pipe_n, chan_free, chan_scale, l1_state, l1_ready, l2_state, l2_ready, sm_part, slice_free,
-                  tlb1_state, tlb1_ready, tlb2_state, tlb2_ready)
-
-
-@_helper
-def _new_grid(n_sms, c_start, c_end, r_sidx, b_ctx_start, sm_blocks_start, sm_blocks, sm_end, counters):
-    """The grid and its launch state (:class:`Blocks`): no block launched, no warp in a slot."""
-    B = b_ctx_start.shape[0] - 1
-    ctx_slot = np.full(c_start.shape[0], -1, np.int64)
-    blk_live = np.zeros(B, np.int64)
-    blk_arrived = np.zeros(B, np.int64)
-    # the current barrier episode of each block: latest (arrival + its BAR latency), largest BAR
-    # latency among the arrivals
-    blk_bar = np.zeros((B, 2), np.float64)
-    sm_next = np.zeros(n_sms, np.int64)
-    sm_res = np.zeros(n_sms, np.int64)
-    for sm in range(n_sms):
-        sm_next[sm] = sm_blocks_start[sm]
-        sm_end[sm, 0] = 0.0
-        sm_end[sm, 1] = 0.0
-    # dynamic dealing: one queue over sm_blocks[0 : sm_blocks_start[n_sms]] (all SMs' lists)
-    q_next = np.zeros(1, np.int64)
-    age = np.zeros(1, np.int64)   # launch order of warps (GTO's "oldest")
-    return Blocks(c_start, c_end, r_sidx, b_ctx_start, sm_blocks_start, sm_blocks, ctx_slot, sm_next, sm_res, q_next,
-                  age, blk_live, blk_arrived, blk_bar, sm_end, counters)
-
-
-@_helper
-def _row_contexts(c_start, c_end, n_rows):
-    """The warp context of each of the ``n_rows`` first rows (replay: ``n_rows`` = all rows)."""
-    r_ctx = np.zeros(n_rows, np.int64)
-    if n_rows > 0:
-        for c in range(c_start.shape[0]):
-            for rr in range(c_start[c], c_end[c]):
-                r_ctx[rr] = c
-    return r_ctx
+# What the loop writes (allocated by teg.engine.run; layouts in simulate's docstring and
+# teg.engine.records).
+Outputs = namedtuple("Outputs", ("stall", "pc_count", "pc_wait", "counters", "timeline", "sm_end", "order_out",
+                                 "pcc", "tx_rec"))
+
+# The loop's constants, derived once per call from the scalars and the state: SMs, schedulers per
+# SM, warp slots per SM, slots per scheduler list, warp contexts, resident blocks, policy, the
+# switches the loop reads itself, what the kernel uses and what the run records, replay, dealing,
+# the wavefront and block-launch cycles, the dealing queue's end, the min-tree's leaves, the
+# per-instruction attribution's row for "no instruction", the memory system (memsys.MemConfig).
+Config = namedtuple("Config", ("n_sms", "S", "spsm", "L", "C", "resident", "policy", "sw_bank", "sw_deps",
+                               "sw_units", "sw_bar", "has_bar", "has_async", "attrib", "rec_any", "rec_order",
+                               "replay", "n_order", "deal", "wfc", "launch_lat", "q_end", "leaves", "pc_none", "mc"))
 
 
 @njit(cache=True, error_model="numpy")
-def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_lat, s_store, s_barrier,
-             s_depcause, s_dst, s_src, s_ctrl, s_stall, s_yield, s_wbar, s_rbar, s_wait, s_depbar, s_async, s_iline,
-             s_cline, u_occ, u_count, u_per_sm,
-             r_sidx, r_wave, r_wave_min, r_tx_start, r_tx_min, r_tx_min_bytes, tx_addr, tx_bytes, tx_chan,
-             c_start, c_end, c_block, b_ctx_start, sm_blocks_start, sm_blocks, sm_part_in, ipar, fpar,
-             stall_out, pc_count, pc_wait, counters, timeline, sm_end, order_in, order_out, pcc, tx_rec):
-    """Run the timing model; fills the output arrays and returns ``(status, total_cycles)``.
-    status 0 = done, 1 = deadlock (warps wait forever, e.g. at a barrier), 2 = a block does not
-    fit in the SM's warp slots, 3 = the replay order names a row whose warp is not resident then,
-    4 = an instruction lists more registers than the packed static table holds (16 sources, 14
-    destinations).
+def new_state(static, rows, grid, sc, out, replay):
+    """The run's :class:`~teg.engine.state.State` (:func:`_new_state`), for :func:`simulate`: the
+    static tables packed with the run's switches, every table empty, no block launched
+    (``replay``: the run follows a replay order); ``out`` gets each SM's end and block count
+    zeroed. The loop's other entry, so that the loop itself is compiled once, in :func:`simulate`
+    (numba optimizes inlined code again in every entry that holds it)."""
+    return _new_state(static, rows, grid, sc, out, replay)
 
-    ``sm_end[sm, 0]`` receives the SM's last completion, ``sm_end[sm, 1]`` the blocks it ran.
 
-    ``order_in`` (non-empty: replay) is the global issue order to follow, ``order_out`` (non-empty:
-    record) receives this run's issue order; both hold dynamic row indexes.
+@njit(cache=True, error_model="numpy")
+def simulate(rows, grid, sc, order_in, out, sim, stop_at):
+    """Run the timing model on the lowered kernel (:class:`~teg.engine.lowered.RowTable`,
+    :class:`~teg.engine.lowered.Grid`, :class:`~teg.engine.scalars.Scalars`; the static table is
+    packed in the state) from the state ``sim`` (:func:`new_state`), until the run ends or
+    ``out.counters[C_STEPS]`` reaches ``stop_at``; fills the :class:`Outputs` ``out`` and returns
+    ``(outcome, cycles)``: the outcome a ``RUN_*`` code of :mod:`teg.engine.codes`, the kernel's
+    cycles (``RUN_DONE``) or the cycle reached. After ``RUN_PAUSED``, a call with the same
+    arguments and a later ``stop_at`` goes on bit for bit as if the run had not stopped.
 
-    With ``ipar[I_TIMELINE]`` bits (:mod:`teg.engine.records`): ``REC_ROWS`` fills ``timeline``
-    (a row per dynamic row) and ``tx_rec`` (a row per transaction); ``REC_PCS`` fills ``pcc`` (the
+    ``out.stall`` receives the stall cycles by cause, ``out.pc_count`` / ``out.pc_wait`` each
+    static instruction's executions and waits before issue, ``out.counters`` the counters
+    (:data:`teg.engine.codes.COUNTER_NAMES`), ``out.sm_end[sm, 0]`` the SM's last completion and
+    ``out.sm_end[sm, 1]`` the blocks it ran.
+
+    ``order_in`` (non-empty: replay) is the global issue order to follow, ``out.order_out``
+    (non-empty: record) receives this run's issue order; both hold dynamic row indexes.
+
+    With ``sc.records`` bits (:mod:`teg.engine.records`): ``REC_ROWS`` fills ``out.timeline`` (a row
+    per dynamic row) and ``out.tx_rec`` (a row per transaction); ``REC_PCS`` fills ``out.pcc`` (the
     waits before issue and the charged stall cycles per static instruction)."""
-    n_sms = ipar[I_SMS]
-    S = ipar[I_SCHED]
-    spsm = _slots_per_sm(ipar, b_ctx_start, sm_blocks_start)
-    resident = ipar[I_RESIDENT]
-    policy = ipar[I_POLICY]
-    depmodel = ipar[I_DEPMODEL]
-    sw_bank = ipar[I_SW_BANK] != 0
-    sw_deps = ipar[I_SW_DEPS] != 0
-    sw_units = ipar[I_SW_UNITS] != 0
-    sw_same = ipar[I_SW_SAME] != 0
-    sw_bar = ipar[I_SW_BAR] != 0
-    mc = _mem_config(ipar, fpar)
-    attrib = (ipar[I_TIMELINE] & REC_PCS) != 0
-    rec_any = mc.record or attrib
-    rec_order = order_out.shape[0] > 0
-    replay = order_in.shape[0] > 0
-    n_order = order_in.shape[0]
-    issue_interval = fpar[F_ISSUE_INTERVAL]
-    deal = ipar[I_DEAL] != 0
-    wfc = fpar[F_WAVEFRONT_CYCLES]
-    rbar_lat = fpar[F_RBAR_LAT]
-    launch_lat = fpar[F_LAUNCH_LAT] if ipar[I_SW_LAUNCH] != 0 else 1.0
-
-    G = n_sms * S
-    L = (spsm + S - 1) // S
-    C = c_start.shape[0]
-    U = u_occ.shape[0]
-    maxc, nreg = _table_sizes(u_count, s_dst, s_src)
-    if s_src.shape[1] > X_DST - X_SRC or s_dst.shape[1] > X_NWAW - X_DST:
-        return 4, 0
-    sx, sf = _pack_static(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_lat, s_store,
-                          s_barrier, s_depcause, s_dst, s_src, s_ctrl, s_stall, s_yield, s_wbar, s_rbar,
-                          s_wait, s_depbar, s_async, s_iline,
-                          _fetch_checks(s_iline, r_sidx, c_start, c_end, ipar[I_SW_FETCH] != 0), s_cline,
-                          u_count, u_per_sm, depmodel, mc.pipe_limited,
-                          issue_interval <= 1.0, issue_interval, sw_same, sw_bar, rbar_lat)
-    has_bar, has_async = _kernel_uses(s_barrier, s_async, s_depbar, sw_bar)
-    static = _new_fetch(sx, sf, has_bar, sw_deps, has_async, S, U, s_iline, s_cline, n_sms, ipar, fpar)
-
-    # ---- the loop's tables (Warps, Scheds, Memory, Blocks above say what they hold)
-    warps = _new_warps(n_sms, spsm, S, nreg, has_async)
-    sli, slf, tdep, rs, rsc, bs, bsc, bq, bqc, bqn = warps
-    scheds = _new_scheds(G, L)
-    scf, sci, lbo, sch_list, sch_n = scheds
-    g_sm, g_sch, sm_pipe = _index_maps(n_sms, S, mc.spp)
-    uf = np.zeros((n_sms * S * U, maxc), np.float64)   # unit copies' free times, a row per (group, unit)
-    memory = _new_memory(mc, n_sms, tx_chan, sm_part_in)
-    heap = memory.heap
-    txs = Tx(r_tx_start, r_tx_min, r_tx_min_bytes, tx_addr, tx_bytes, tx_chan)
-    grid = _new_grid(n_sms, c_start, c_end, r_sidx, b_ctx_start, sm_blocks_start, sm_blocks, sm_end, counters)
-    ctx_slot, sm_res, blk_live, blk_arrived = grid.ctx_slot, grid.sm_res, grid.blk_live, grid.blk_arrived
-    blk_bar = grid.blk_bar
-    q_end = sm_blocks_start[n_sms]
-    # the latest completion of anything a block issued (loads and stores alike): the block holds
-    # its SM's slots until then (a warp exits only when its stores are acknowledged)
-    blk_done = np.zeros(b_ctx_start.shape[0] - 1, np.float64)
-    # min-tree over the SMs' earliest scheduler wake-ups: a step visits only SMs with work due
-    leaves = _pow2_at_least(n_sms)
-    tree = np.full(2 * leaves, INF, np.float64)
-    finished = 0
-    # stall accounting per SM (each SM's cycles get one cause each; the run's breakdown sums them):
-    # the first cycle of the SM not yet charged, and the SM's latest result (done, base, causes)
-    sm_t = np.zeros(n_sms, np.float64)
-    sm_kf = np.zeros((n_sms, 2), np.float64)
-    sm_kc = np.full((n_sms, 2), NO_WARP, np.int64)
-    sm_ks = np.full(n_sms, -1, np.int64)       # static index of the SM's latest result
-    pc_none = pcc.shape[1] - 1                 # pcc row of stall cycles with no instruction waited on
-    sm_iss = False
-    status = 0
-    # ---- schedule-preserving replay: the context of every row, the order's next event
-    r_ctx = _row_contexts(c_start, c_end, r_sidx.shape[0] if replay else 0)
-    rp_ptr = np.int64(0)    # (an int64, not the literal 0: _replay_next compiles for one signature)
-    rp_slot = -1
-    rp_g = -1
-    parked = np.zeros(G, np.bool_)      # scheduler waits for the order (sched_next is no bound)
-
-    # ---------------------------------------------------------------- main loop
-    t = 0.0
-    # the first blocks: each SM takes blocks until its resident limit; dealt dynamically, the SMs
-    # take one block each in turn (breadth-first), so a grid smaller than a full wave spreads over
-    # all SMs
-    per_turn = 1 if deal else resident
-    more = True
-    while more:
-        before = grid.q_next[0]
-        for sm in range(n_sms):
-            if _launch_blocks(warps, scheds, static, grid, sm, 0.0, per_turn, resident, deal, q_end, spsm) != 0:
-                return 2, 0
-        more = deal and grid.q_next[0] > before
-    for sm in range(n_sms):
-        _sm_wake(scf, tree, leaves, S, sm)
-
-    if replay:
-        rp_slot = _replay_next(order_in, r_ctx, ctx_slot, sli, parked, scf, g_sm, tree, leaves, S, rp_ptr, t)
-        if rp_slot < 0:
-            return 3, 0
-        rp_g = sli[rp_slot, SLI_G]
-
-    while finished < C:
+    if sim.pos[POS_STARTED] == 0:
+        sim.pos[POS_STARTED] = 1
+        outcome = _launch_first(grid, rows, sc, order_in, out, sim)
+        if outcome != RUN_DONE:
+            return outcome, np.int64(0)
+    cf = _config(sc, sim, grid, order_in, out)
+    fixed_widths(sim)
+    fixed_dim(out.sm_end, 1, 2)
+    fixed_dim(out.timeline, 1, NTL)
+    fixed_dim(out.tx_rec, 1, NTX)
+    fixed_dim(out.pcc, 2, NUM_CAUSES)
+    S = cf.S
+    counters = out.counters
+    sd = sim.scheds
+    scf = sd.scf
+    t = sim.clock[0]
+    # the event-skipping loop: one step per cycle at which some scheduler may issue
+    while counters[C_STEPS] < stop_at:
         counters[C_STEPS] += 1
-        # the schedulers whose wake-up has come: the SMs in index order, as the min-tree names them
-        # (an SM's tree entry is refreshed when it is left); within an SM one after the other from
-        # scheduler t mod S, so the sub-partitions take turns at the SM's shared units (MIO, CBU)
-        # round-robin and none starves behind a lower-numbered one
-        rot = np.int64(t) % S
+        # cycle t: the schedulers whose wake-up has come try to issue — the SMs in index order, as
+        # the min-tree names them (an SM's entry is refreshed when it is left), within an SM one
+        # after the other from scheduler t mod S, so the sub-partitions take turns at the SM's
+        # shared units (MIO, CBU) round-robin and none starves behind a lower-numbered one
+        rot = nonneg(np.int64(t)) % S
         g = -1
-        kq = 0
+        kq = S - 1          # (no SM entered yet: the first turn enters one)
         gbase = 0
+        sm_iss = False
         while True:
-            if g >= 0 and kq < S - 1:
+            if kq < S - 1:
                 kq += 1
                 g += 1
                 if g == gbase + S:
                     g = gbase
             else:
-                first = 0       # the first SM that may be next
-                if g >= 0:
-                    # leaving the SM: an issue cycle, or cycle t is charged at its next visit
-                    lsm = _nonneg(g_sm[g])
-                    if sm_iss:
-                        stall_out[ISSUE] += 1
-                        sm_t[lsm] = t + 1.0
-                    else:
-                        sm_t[lsm] = t
-                    _sm_wake(scf, tree, leaves, S, lsm)
-                    first = lsm + 1
-                nsm = _tree_first_le(tree, leaves, first, t)
+                nsm = _visit_sm(out, sim, cf, t, g, sm_iss)
                 if nsm < 0:
                     break
-                # entering the SM: its skipped cycles go to the binding cause of its scheduler
-                # that woke first (first in index order on ties)
                 gbase = nsm * S
-                gm = gbase
                 kq = 0
                 g = gbase + rot
-                for k in range(gbase + 1, gbase + S):
-                    if scf[k, SCF_NEXT] < scf[gm, SCF_NEXT]:
-                        gm = k
-                _charge(stall_out, sci[gm, SCI_C1], sci[gm, SCI_C2], sm_t[nsm], t, scf[gm, SCF_SPLIT])
-                if attrib and t > sm_t[nsm]:
-                    ks = _waited_on(sli, tdep, uf, heap, sch_list, sch_n, gm, scf[gm, SCF_NEXT], policy, S, spsm, L,
-                                    sm_pipe[nsm], sw_units)
-                    _charge(pcc[PC_STALL, ks if ks >= 0 else pc_none], sci[gm, SCI_C1], sci[gm, SCI_C2], sm_t[nsm], t,
-                            scf[gm, SCF_SPLIT])
                 sm_iss = False
-            g = _nonneg(g)
+            g = nonneg(g)
             if scf[g, SCF_NEXT] > t:
                 continue
-            sm = _nonneg(g_sm[g])
-            pp = _nonneg(sm_pipe[sm])     # the SM's memory pipeline
-            sch = g_sch[g]
-            if scf[g, SCF_FREE] > t:
-                scf[g, SCF_NEXT] = scf[g, SCF_FREE]
-                sci[g, SCI_C1] = SCHEDULER
-                sci[g, SCI_C2] = SCHEDULER
-                scf[g, SCF_SPLIT] = scf[g, SCF_FREE]
+            if scf[g, SCF_FREE] > t:        # the scheduler is busy: it sleeps until free
+                _wait(sd, g, scf[g, SCF_FREE], SCHEDULER, SCHEDULER, scf[g, SCF_FREE])
                 continue
-            best = -1
-            best_k = -1
-            others_ready = False
-            minr = INF
-            mc1 = NO_WARP
-            mc2 = NO_WARP
-            msp = INF
-            # GTO: the greedy warp first; else the oldest eligible warp (scan in age order). When
-            # the scheduler is free again next cycle, the scan stops at the chosen warp (no cycle
-            # is skipped before the next scan, so nothing else needs evaluating).
-            fast = False
-            gs = sci[g, SCI_GREEDY]
-            gdone = False       # the greedy warp was evaluated here; the scan leaves it out
-            rg = INF
-            gbind = 0
-            if policy == 1 and gs >= 0 and sli[gs, SLI_CTX] >= 0:
-                gs = _nonneg(gs)
-                rg, gbind = _ready_of(sli, tdep, uf, heap, pp, sw_units, gs)
-                if rg > t:
-                    gdone = True
-                    if rg < lbo[g] and not replay:
-                        # no other warp is ready before lbo[g]: the scan would find none eligible
-                        # and the greedy warp as the strict minimum, so its result is known
-                        scf[g, SCF_NEXT] = rg
-                        sci[g, SCI_C1] = sli[gs, SLI_C1] if gbind == 0 else gbind
-                        sci[g, SCI_C2] = sli[gs, SLI_C2] if gbind == 0 else gbind
-                        scf[g, SCF_SPLIT] = slf[gs, SLF_SPLIT] if gbind == 0 else rg
-                        continue
-                elif sli[gs, SLI_YIELD] != 0:
-                    gdone = True
-                    best = gs
-                    best_k = sli[gs, SLI_K]
-                    fast = sx[_nonneg(sli[gs, SLI_SIDX] * XW) + X_FAST] != 0
-            gskip = gs if gdone else -1
-            mslot = -1
-            nscan = 0 if fast else (L if policy == 0 else sch_n[g])
-            hmin = heap[pp, 0]
-            k = sci[g, SCI_RR]
-            nev = 0
-            for kk in range(nscan):
-                if policy == 0:
-                    k += 1
-                    if k == L:
-                        k = 0
-                    loc = sch + k * S
-                    if loc >= spsm:
-                        continue
-                    slot = _nonneg(sm * spsm + loc)
-                    if sli[slot, SLI_CTX] < 0:
-                        continue
-                else:
-                    slot = _nonneg(sch_list[g, kk])
-                    if slot == gskip:
-                        continue
-                nev += 1
-                r = tdep[slot]
-                if r > t and r >= minr:
-                    continue            # r only grows below: neither eligible nor the new minimum
-                # (the pipeline's time tested first: the slot's row is read only when it may bind)
-                if hmin > t and hmin >= minr and sli[slot, SLI_GMEM]:
-                    continue            # waits for a memory-pipeline slot beyond the minimum
-                r, bind = _ready_of(sli, tdep, uf, heap, pp, sw_units, slot)
-                if r <= t:
-                    if best < 0:
-                        best = slot
-                        best_k = k if policy == 0 else sli[slot, SLI_K]
-                        if sx[_nonneg(sli[slot, SLI_SIDX] * XW) + X_FAST] != 0:
-                            fast = True
-                            break
-                    else:
-                        others_ready = True
-                elif r < minr:
-                    minr = r
-                    mslot = slot
-                    if bind == 0:
-                        mc1 = sli[slot, SLI_C1]
-                        mc2 = sli[slot, SLI_C2]
-                        msp = slf[slot, SLF_SPLIT]
-                    else:
-                        mc1 = bind
-                        mc2 = bind
-                        msp = r
-            counters[C_EVALS] += nev
-            if gdone:
-                if best != gs:
-                    # the greedy warp is not eligible: it takes its place in the minimum (first in
-                    # age order on ties, as in the scan); the others' minimum bounds their wait
-                    lbo[g] = minr if best < 0 else -INF
-                    if rg < minr or (rg == minr and mslot >= 0 and sli[gs, SLI_AGE] < sli[_nonneg(mslot), SLI_AGE]):
-                        minr = rg
-                        mc1 = sli[gs, SLI_C1] if gbind == 0 else gbind
-                        mc2 = sli[gs, SLI_C2] if gbind == 0 else gbind
-                        msp = slf[gs, SLF_SPLIT] if gbind == 0 else rg
-                elif nscan > 0:
-                    lbo[g] = -INF if others_ready else minr
-            if replay:
-                # schedule-preserving replay: only the order's next event may issue
-                if g != rp_g:
-                    if best >= 0:       # eligible warps, none of them next: wait for the order
-                        scf[g, SCF_NEXT] = INF
-                        parked[g] = True
-                        continue
-                elif best >= 0 and best != rp_slot:
-                    r, bind = _ready_of(sli, tdep, uf, heap, pp, sw_units, rp_slot)
-                    if r <= t:
-                        others_ready = True     # the scan's choice is eligible too
-                        best = rp_slot
-                        best_k = sli[rp_slot, SLI_K]
-                    else:
-                        scf[g, SCF_NEXT] = r
-                        sci[g, SCI_C1] = sli[rp_slot, SLI_C1] if bind == 0 else bind
-                        sci[g, SCI_C2] = sli[rp_slot, SLI_C2] if bind == 0 else bind
-                        scf[g, SCF_SPLIT] = slf[rp_slot, SLF_SPLIT] if bind == 0 else r
-                        continue
-            if best < 0:
-                scf[g, SCF_NEXT] = minr
-                sci[g, SCI_C1] = mc1
-                sci[g, SCI_C2] = mc2
-                scf[g, SCF_SPLIT] = msp
+            best, best_k, others_ready, fast, minr, mc1, mc2, msp = _pick_warp(out, sim, cf, t, g)
+            if cf.replay:
+                best, best_k, others_ready = _replay_gate(sim, cf, t, g, best, best_k, others_ready)
+            if best < 0:                    # nothing to issue: sleep until the first warp may
+                if best == -1:
+                    _wait(sd, g, minr, mc1, mc2, msp)
                 continue
-
-            # ------------------------------------------------------------ issue `best` at t
-            slot = _nonneg(best)
             sm_iss = True
-            scf[g, SCF_NEXT] = INF     # recomputed below; releases/launches during the issue may lower it
-            sci[g, SCI_RR] = best_k
-            if slot != sci[g, SCI_GREEDY]:
-                lbo[g] = -INF           # the old greedy warp joins the others
-            sci[g, SCI_GREEDY] = slot
-            row = _nonneg(sli[slot, SLI_ROW])
-            s = _nonneg(sli[slot, SLI_SIDX])
-            x = _nonneg(s * XW)
-            f = _nonneg(s * FW)
-            counters[C_INSTR] += 1
-            pc_count[s] += 1
-            pc_wait[s] += t - slf[slot, SLF_SINCE]
-            if rec_any:
-                ucopy = -1
-                ufree = -INF
-                if sw_units:
-                    ucopy, ufree = _earliest_copy(sli, uf, slot)
-                record_issue(timeline, pcc, row, s, g, t, slf[slot, SLF_SINCE], tdep[slot],
-                             slf[slot, SLF_SPLIT], sli[slot, SLI_C1], sli[slot, SLI_C2], ufree, ucopy,
-                             heap[pp, 0] if sli[slot, SLI_GMEM] else -INF)
-            if rec_order:
-                order_out[counters[C_INSTR] - 1] = row
-            scf[g, SCF_FREE] = t + sf[f + SF_FREE]
-            mem = sx[x + X_MEM]
-            w = 1
-            wmin = 1
-            active = True
-            if mem == MEM_SHARED:
-                active = r_wave_min[row] > 0      # 0: no active lane (predicated off)
-                wmin = _max2(1, r_wave_min[row])
-                w = _max2(1, r_wave[row]) if sw_bank else wmin
-                counters[C_SH_ACC] += 1
-                counters[C_SH_WAVE] += w
-                counters[C_SH_WMIN] += wmin
-            elif mem == MEM_GLOBAL:
-                # the L1 data stage's wavefronts: one per cache line (0 where not modelled)
-                wmin = _max2(1, r_wave_min[row])
-                w = _max2(1, r_wave[row]) if mc.sw_coal else wmin
-            if sw_units:
-                bc, m = _earliest_copy(sli, uf, slot)
-                uf[_nonneg(sli[slot, SLI_UOFF]), bc] = t + sf[f + SF_OCC] * w
-            cc = sx[x + X_CC] != 0
-            slf[slot, SLF_SAME] = t + sf[f + SF_SAME]
-            if cc:
-                sli[slot, SLI_YIELD] = sx[x + X_YIELD]
-            sli[slot, SLI_SAMEC] = SAME_WARP
-            # ---- result time
-            if mem == MEM_SHARED and not active:
-                done = t + 1.0
-                base = done
-                c1 = sx[x + X_DEPCAUSE]
-                c2 = c1
-            elif mem == MEM_SHARED:
-                done = t + sf[f + SF_MEMLAT] + (w - 1) * wfc
-                base = t + sf[f + SF_MEMLAT] + (wmin - 1) * wfc
-                c1 = sx[x + X_DEPCAUSE]
-                c2 = BANK_CONFLICT
-            elif mem == MEM_GLOBAL:
-                done, base, c1, c2 = _global_access(memory, mc, txs, counters, tx_rec, t, row, sm, pp, sx[x + X_STORE],
-                                                    sx[x + X_DEPCAUSE], (w - 1) * wfc)
-            else:
-                done = t + sf[f + SF_LAT]
-                base = done
-                c1 = sx[x + X_DEPCAUSE]
-                c2 = c1
-            rd = done
-            rb = base
-            if not sw_deps:
-                rd = t
-                rb = t
-            asy = sx[x + X_ASYNC] if has_async else 0
-            if asy == 1:
-                # cp.async copy: its result joins the warp's open group (no register receives it)
-                if rd > bq[slot, NSB, 0, RS_T]:
-                    bq[slot, NSB, 0, RS_T] = rd
-                    bq[slot, NSB, 0, RS_B] = rb
-                    bqc[slot, NSB, 0, RC_C1] = c1
-                    bqc[slot, NSB, 0, RC_C2] = c2
-            elif asy == 2:
-                # commit: the group's result is ready when its last copy is (or the commit itself)
-                if bq[slot, NSB, 0, RS_T] > rd:
-                    rd = bq[slot, NSB, 0, RS_T]
-                    rb = bq[slot, NSB, 0, RS_B]
-                    c1 = bqc[slot, NSB, 0, RC_C1]
-                    c2 = bqc[slot, NSB, 0, RC_C2]
-                bq[slot, NSB, 0, RS_T] = 0.0
-                if not cc:
-                    # without control codes the group is counted on its barrier (SB0 by default)
-                    b = _nonneg(sx[x + X_WBAR])
-                    _bar_write(bs, bsc, bq, bqc, bqn, slot, b if b < NSB else 0, rd, rb, c1, c2, has_async)
-            if cc:
-                b = _nonneg(sx[x + X_WBAR])
-                if b < NSB:
-                    _bar_write(bs, bsc, bq, bqc, bqn, slot, b, rd, rb, c1, c2, has_async)
-                b = _nonneg(sx[x + X_RBAR])
-                if b < NSB:
-                    rt = t + sf[f + SF_RBAR] if sw_deps else t
-                    _bar_write(bs, bsc, bq, bqc, bqn, slot, b, rt, rt, sx[x + X_DEPCAUSE], sx[x + X_DEPCAUSE],
-                               has_async)
-            else:
-                for k in range(sx[x + X_NDST]):
-                    r = _nonneg(sx[x + X_DST + k])
-                    rs[slot, r, RS_T] = rd
-                    rs[slot, r, RS_B] = rb
-                    rsc[slot, r, RC_C1] = c1
-                    rsc[slot, r, RC_C2] = c2
-            blk = _nonneg(sli[slot, SLI_BLOCK])
-            # a block retires with its writes still in flight: a store holds the warp only until
-            # its data have left the registers (read-barrier release); the write's acknowledgement
-            # counts for the kernel's end (sm_kf below), not for the block's slot
-            held = t + sf[f + SF_RBAR] if sx[x + X_STORE] == 2 else done
-            if held > blk_done[blk]:
-                blk_done[blk] = held
-            if done > sm_kf[sm, 0]:
-                sm_kf[sm, 0] = done
-                sm_kf[sm, 1] = base
-                sm_ks[sm] = s
-                sm_kc[sm, 0] = c1
-                sm_kc[sm, 1] = c2
-            # ---- barrier arrival
-            if has_bar and sx[x + X_BAR] != 0:
-                blk_arrived[blk] += 1
-                # the barrier resolves at the latest arrival + its BAR latency (the largest such
-                # time, so that an earlier arrival never resolves it later)
-                blk_bar[blk, 0] = _max2(blk_bar[blk, 0], t + sf[f + SF_LAT])
-                blk_bar[blk, 1] = _max2(blk_bar[blk, 1], sf[f + SF_LAT])
-                if blk_arrived[blk] >= blk_live[blk]:
-                    # the last arrival: released at once (it computes its next instruction's t_dep
-                    # as it advances; a t_dep of this BAR, already issued, would wake its
-                    # scheduler early and charge the BAR's terms), then the waiting warps
-                    slf[slot, SLF_BAR] = blk_bar[blk, 0]
-                    _release(warps, scheds, static, grid, blk, blk_bar[blk, 0])
-                else:
-                    slf[slot, SLF_BAR] = INF
-            # ---- advance the warp
-            sli[slot, SLI_ROW] = row + 1
-            ahead = row + PREFETCH_ROWS
-            if (ahead & 7) == 0 and ahead < sli[slot, SLI_END]:
-                _prefetch(r_sidx, ahead)
-                _prefetch(r_tx_start, ahead)
-                _prefetch(r_wave, ahead)
-                _prefetch(r_wave_min, ahead)
-            if row + 1 < sli[slot, SLI_END]:
-                sli[slot, SLI_SIDX] = r_sidx[row + 1]
-                slf[slot, SLF_SINCE] = t + 1.0
-                _compute_tdep(warps, static, slot)
-            else:
-                sli[slot, SLI_CTX] = -1
-                pos = 0
-                while sch_list[g, pos] != slot:
-                    pos += 1
-                for q in range(pos, sch_n[g] - 1):
-                    sch_list[g, q] = sch_list[g, q + 1]
-                sch_n[g] -= 1
-                sch_list[g, sch_n[g]] = -1
-                # GTO: the finished warp is greedy no longer; a warp launched into its slot later
-                # is the youngest, not the one to stay with
-                sci[g, SCI_GREEDY] = -1
-                finished += 1
-                blk_live[blk] -= 1
-                if has_bar and slf[slot, SLF_BAR] >= INF:
-                    # its last instruction was a BAR still waiting: the warp leaves the episode
-                    # (its arrival time stays in it), so the others still wait for each other
-                    blk_arrived[blk] -= 1
-                if blk_live[blk] == 0:
-                    sm_res[sm] -= 1
-                    # the next block starts when this one has retired: its last issue and all its
-                    # outstanding results complete (plus the launch latency)
-                    t_launch = _max2(t + _max2(launch_lat, 1.0), math.ceil(blk_done[blk]))
-                    if _launch_blocks(warps, scheds, static, grid, sm, t_launch, resident, resident, deal, q_end,
-                                      spsm) != 0:
-                        return 2, 0
-                elif sw_bar and blk_arrived[blk] > 0 and blk_arrived[blk] >= blk_live[blk]:
-                    # the last warp not waiting exited: the barrier resolves now
-                    _release(warps, scheds, static, grid, blk, _max2(blk_bar[blk, 0], t + blk_bar[blk, 1]))
-            # ---- when may this scheduler issue next?
-            nxt = minr
-            n1 = mc1
-            n2 = mc2
-            nsp = msp
-            if others_ready or fast:
-                nxt = t
-                n1 = SCHEDULER
-                n2 = SCHEDULER
-                nsp = t
-            if sli[slot, SLI_CTX] >= 0 and tdep[slot] < nxt:
-                nxt = tdep[slot]
-                n1 = sli[slot, SLI_C1]
-                n2 = sli[slot, SLI_C2]
-                nsp = slf[slot, SLF_SPLIT]
-            if scf[g, SCF_FREE] >= nxt:
-                nxt = scf[g, SCF_FREE]
-                n1 = SCHEDULER
-                n2 = SCHEDULER
-                nsp = nxt
-            if nxt < scf[g, SCF_NEXT]:
-                scf[g, SCF_NEXT] = nxt
-                sci[g, SCI_C1] = n1
-                sci[g, SCI_C2] = n2
-                scf[g, SCF_SPLIT] = nsp
-            if replay:
-                rp_ptr += 1
-                if rp_ptr < n_order:
-                    rp_slot = _replay_next(order_in, r_ctx, ctx_slot, sli, parked, scf, g_sm, tree, leaves, S, rp_ptr,
-                                           t)
-                    if rp_slot < 0:
-                        return 3, np.int64(t)
-                    rp_g = sli[rp_slot, SLI_G]
-
-        if finished >= C:
-            break
-        # ---- jump to the next cycle at which something may issue (each SM charges the cycles it
+            outcome = _issue(rows, grid, order_in, out, sim, cf, t, g, best, best_k, others_ready, fast, minr, mc1,
+                             mc2, msp)
+            if outcome != RUN_DONE:
+                return outcome, np.int64(t)
+        if sim.pos[POS_FINISHED] >= cf.C:
+            return RUN_DONE, _tail(out, sim, cf, t)
+        # jump to the next cycle at which something may issue (each SM charges the cycles it
         # skipped when it is visited next)
-        nmin = tree[1]
+        nmin = sim.tree[1]
         if nmin >= INF:
-            status = 1
-            break
+            return RUN_DEADLOCK, np.int64(t)
         tn = math.ceil(nmin)
         if tn < t + 1.0:
             tn = t + 1.0
         t = tn
+    sim.clock[0] = t
+    return RUN_PAUSED, np.int64(t)
 
-    if status != 0:
-        return status, np.int64(t)
-    # ---- tail: the kernel ends at its last issue cycle or when its last result is back; each
-    # SM's cycles after its last visit go to its latest result's causes while that is pending,
-    # then to no_warp (the SM is idle: no block left for it)
+
+# numba keys a cached entry by its own file only; the code of these modules is compiled into it
+for _entry in (new_state, simulate):
+    stamp_sources(_entry, (fetch, jitlib, memsys, records, schedulers, scoreboard, state, static_tables, cache_model,
+                           channels, jit))
+
+
+# ---------------------------------------------------------------------------------------- set-up
+
+@helper
+def _new_state(static, rows, grid, sc, out, replay):
+    """The run's :class:`~teg.engine.state.State`: the static tables packed with the run's switches,
+    every table empty, no block launched (``replay``: the run follows a replay order); ``out``
+    gets each SM's end and block count zeroed."""
+    n_sms = sc.sms
+    S = sc.schedulers
+    spsm = slots_per_sm(sc, grid.b_ctx_start, grid.sm_blocks_start)
+    G = n_sms * S
+    L = (spsm + S - 1) // S
+    U = static.u_occ.shape[0]
+    maxc, nreg = table_sizes(static)
+    mc = mem_config(sc)
+    issue_interval = sc.issue_interval
+    sx, sf = pack_static(static, fetch_checks(static.s_iline, rows.r_sidx, grid.c_start, grid.c_end,
+                                              sc.instruction_fetch),
+                         sc.depmodel, mc.pipe_limited, issue_interval <= 1.0, issue_interval, sc.same_warp_penalty,
+                         sc.barriers, sc.rbar_latency)
+    has_bar, has_async = kernel_uses(static, sc.barriers)
+    pos = np.zeros(NUM_POS, np.int64)
+    pos[POS_RP_SLOT] = -1
+    pos[POS_RP_G] = -1
+    pos[POS_SPSM] = spsm
+    return State(new_warps(n_sms, spsm, S, nreg, has_async), new_scheds(G, L),
+                 Static(sx, sf, has_bar, sc.dependencies, has_async, S, U),
+                 new_fetch(static.s_iline, static.s_cline, n_sms, sc),
+                 new_launch(n_sms, grid.c_start.shape[0], grid.b_ctx_start, grid.sm_blocks_start, out.sm_end),
+                 new_memory(mc, n_sms, rows.tx_chan, grid.sm_part),
+                 np.zeros((n_sms * S * U, maxc), np.float64),       # unit copies' free times, a row per (group, unit)
+                 np.full(2 * pow2_at_least(n_sms), INF, np.float64),  # min-tree over the SMs' wake-ups
+                 new_tally(n_sms), index_maps(n_sms, S, mc.spp),
+                 row_contexts(grid.c_start, grid.c_end, rows.r_sidx.shape[0] if replay else 0),
+                 np.zeros(G, np.bool_),      # a scheduler waits for the replay order (its wake-up is no bound)
+                 pos, np.zeros(1, np.float64))
+
+
+@hot
+def _config(sc, sim, grid, order_in, out):
+    """The loop's :data:`Config` for this call."""
+    n_sms = sc.sms
+    S = nonneg(sc.schedulers)
+    spsm = sim.pos[POS_SPSM]
+    mc = mem_config(sc)
+    attrib = (sc.records & REC_PCS) != 0
+    return Config(n_sms, S, spsm, (spsm + S - 1) // S, grid.c_start.shape[0], sc.resident, sc.policy,
+                  sc.bank_conflicts, sc.dependencies, sc.unit_throughput, sc.barriers, sim.static.has_bar,
+                  sim.static.has_async, attrib, mc.record or attrib, out.order_out.shape[0] > 0,
+                  order_in.shape[0] > 0, order_in.shape[0], sc.deal, sc.wavefront_cycles,
+                  sc.block_launch_latency if sc.block_launch else 1.0, grid.sm_blocks_start[n_sms],
+                  (sim.tree.shape[0] // 2), out.pcc.shape[1] - 1, mc)
+
+
+@helper
+def _launch_first(grid, rows, sc, order_in, out, sim):
+    """The first blocks: each SM takes blocks until its resident limit; dealt dynamically, the SMs
+    take one block each in turn (breadth-first), so a grid smaller than a full wave spreads over
+    all SMs. With a replay, the order's first event is made the one that may issue."""
+    cf = _config(sc, sim, grid, order_in, out)
+    w, sd, st, fe, ln = sim.warps, sim.scheds, sim.static, sim.fetch, sim.launch
+    per_turn = 1 if cf.deal else cf.resident
+    more = True
+    while more:
+        before = ln.q_next[0]
+        for sm in range(cf.n_sms):
+            if launch_blocks(w, sd, st, fe, ln, grid, rows.r_sidx, out.sm_end, out.counters, sm, 0.0, per_turn,
+                             cf.resident, cf.deal, cf.q_end, cf.spsm) != RUN_DONE:
+                return RUN_BLOCK_TOO_BIG
+        more = cf.deal and ln.q_next[0] > before
+    for sm in range(cf.n_sms):
+        sm_wake(sd.scf, sim.tree, cf.leaves, cf.S, sm)
+    if cf.replay:
+        return _replay_advance(order_in, sim, cf, 0.0, np.int64(0))
+    return RUN_DONE
+
+
+# -------------------------------------------------------------------------------------- the loop
+
+# ------------------------------------------------------------------------ the phases of a step
+
+@hot
+def _visit_sm(out, sim, cf, t, g, sm_iss):
+    """Leave the SM of scheduler ``g`` (none when ``g`` < 0) and enter the next SM with a scheduler
+    due at ``t``: the cycle left is an issue cycle or is charged at the SM's next visit; entering,
+    the SM's skipped cycles go to the binding cause of its scheduler that woke first (first in
+    index order on ties). Returns the SM entered, -1 when none is due."""
+    S = cf.S
+    scf, sci = sim.scheds.scf, sim.scheds.sci
+    sm_t = sim.tally.sm_t
+    tree = sim.tree
+    stall_out = out.stall
+    first = 0       # the first SM that may be next
+    if g >= 0:
+        lsm = nonneg(sim.maps.g_sm[g])
+        if sm_iss:
+            stall_out[ISSUE] += 1
+            sm_t[lsm] = t + 1.0
+        else:
+            sm_t[lsm] = t
+        sm_wake(scf, tree, cf.leaves, S, lsm)
+        first = lsm + 1
+    nsm = tree_first_le(tree, cf.leaves, first, t)
+    if nsm < 0:
+        return -1
+    gbase = nonneg(nsm * S)
+    gm = gbase
+    for k in range(gbase + 1, gbase + S):
+        if scf[nonneg(k), SCF_NEXT] < scf[gm, SCF_NEXT]:
+            gm = nonneg(k)
+    charge(stall_out, sci[gm, SCI_C1], sci[gm, SCI_C2], sm_t[nsm], t, scf[gm, SCF_SPLIT])
+    if cf.attrib and t > sm_t[nsm]:
+        w = sim.warps
+        ks = waited_on(w.sli, w.tdep, sim.uf, sim.memory.heap, sim.scheds.sch_list, sim.scheds.sch_n, gm,
+                       scf[gm, SCF_NEXT], cf.policy, S, cf.spsm, cf.L, sim.maps.sm_pipe[nsm], cf.sw_units)
+        charge(out.pcc[PC_STALL, ks if ks >= 0 else cf.pc_none], sci[gm, SCI_C1], sci[gm, SCI_C2], sm_t[nsm], t,
+               scf[gm, SCF_SPLIT])
+    return nsm
+
+
+@hot
+def _wait(sd, g, nxt, c1, c2, split):
+    """Scheduler ``g`` sleeps until ``nxt``, charging the wait to ``c1`` then ``c2`` (split at ``split``)."""
+    sd.scf[g, SCF_NEXT] = nxt
+    sd.sci[g, SCI_C1] = c1
+    sd.sci[g, SCI_C2] = c2
+    sd.scf[g, SCF_SPLIT] = split
+
+
+@hot
+def _pick_warp(out, sim, cf, t, g):
+    """The warp scheduler ``g`` issues at ``t`` (-1: none eligible), with the earliest ready time
+    among the others and its causes (the scheduler's next wake-up when it issues nothing).
+
+    GTO: the greedy warp first; else the oldest eligible warp (scan in age order). LRR: the scan
+    starts after the last warp issued. When the scheduler is free again next cycle, the scan stops
+    at the chosen warp (no cycle is skipped before the next scan, so nothing else needs
+    evaluating). A greedy warp not yet ready whose ready time lies below the others' lower bound
+    (``lbo``) is the known minimum: no scan. Returns ``(best, its list position, others ready,
+    single-cycle issue, minimum, its two causes, its split)``."""
+    w, sd, st = sim.warps, sim.scheds, sim.static
+    sli, slf, tdep = w.sli, w.slf, w.tdep
+    sci, lbo, sch_list, sch_n = sd.sci, sd.lbo, sd.sch_list, sd.sch_n
+    sx = st.sx
+    uf = sim.uf
+    heap = sim.memory.heap
+    sw_units = cf.sw_units
+    policy = cf.policy
+    sm = nonneg(sim.maps.g_sm[g])
+    pp = nonneg(sim.maps.sm_pipe[sm])     # the SM's memory pipeline
+    best = -1
+    best_k = -1
+    others_ready = False
+    minr = INF
+    mc1 = NO_WARP
+    mc2 = NO_WARP
+    msp = INF
+    fast = False
+    gs = sci[g, SCI_GREEDY]
+    gdone = False       # the greedy warp was evaluated here; the scan leaves it out
+    rg = INF
+    gbind = 0
+    if policy == POLICY_GTO and gs >= 0 and sli[gs, SLI_CTX] >= 0:
+        gs = nonneg(gs)
+        rg, gbind = ready_of(sli, tdep, uf, heap, pp, sw_units, gs)
+        if rg > t:
+            gdone = True
+            if rg < lbo[g] and not cf.replay:
+                # no other warp is ready before lbo[g]: the scan would find none eligible and the
+                # greedy warp as the strict minimum, so its result is known
+                return (-1, -1, False, False, rg, sli[gs, SLI_C1] if gbind == 0 else gbind,
+                        sli[gs, SLI_C2] if gbind == 0 else gbind, slf[gs, SLF_SPLIT] if gbind == 0 else rg)
+        elif sli[gs, SLI_YIELD] != 0:
+            gdone = True
+            best = gs
+            best_k = sli[gs, SLI_K]
+            fast = sx[nonneg(sli[gs, SLI_SIDX] * XW) + X_FAST] != 0
+    gskip = gs if gdone else -1
+    mslot = -1
+    L = cf.L
+    S = cf.S
+    spsm = cf.spsm
+    sch = sim.maps.g_sch[g]
+    nscan = 0 if fast else (L if policy == POLICY_LRR else sch_n[g])
+    hmin = heap[pp, 0]
+    k = sci[g, SCI_RR]
+    nev = 0
+    for kk in range(nscan):
+        if policy == POLICY_LRR:
+            k += 1
+            if k == L:
+                k = 0
+            loc = sch + k * S
+            if loc >= spsm:
+                continue
+            slot = nonneg(sm * spsm + loc)
+            if sli[slot, SLI_CTX] < 0:
+                continue
+        else:
+            slot = nonneg(sch_list[g, kk])
+            if slot == gskip:
+                continue
+        nev += 1
+        r = tdep[slot]
+        if r > t and r >= minr:
+            continue            # r only grows below: neither eligible nor the new minimum
+        # (the pipeline's time tested first: the slot's row is read only when it may bind)
+        if hmin > t and hmin >= minr and sli[slot, SLI_GMEM]:
+            continue            # waits for a memory-pipeline slot beyond the minimum
+        r, bind = ready_of(sli, tdep, uf, heap, pp, sw_units, slot)
+        if r <= t:
+            if best < 0:
+                best = slot
+                best_k = k if policy == POLICY_LRR else sli[slot, SLI_K]
+                if sx[nonneg(sli[slot, SLI_SIDX] * XW) + X_FAST] != 0:
+                    fast = True
+                    break
+            else:
+                others_ready = True
+        elif r < minr:
+            minr = r
+            mslot = slot
+            if bind == 0:
+                mc1 = sli[slot, SLI_C1]
+                mc2 = sli[slot, SLI_C2]
+                msp = slf[slot, SLF_SPLIT]
+            else:
+                mc1 = bind
+                mc2 = bind
+                msp = r
+    out.counters[C_EVALS] += nev
+    if gdone:
+        if best != gs:
+            # the greedy warp is not eligible: it takes its place in the minimum (first in age
+            # order on ties, as in the scan); the others' minimum bounds their wait
+            lbo[g] = minr if best < 0 else -INF
+            if rg < minr or (rg == minr and mslot >= 0 and sli[gs, SLI_AGE] < sli[nonneg(mslot), SLI_AGE]):
+                minr = rg
+                mc1 = sli[gs, SLI_C1] if gbind == 0 else gbind
+                mc2 = sli[gs, SLI_C2] if gbind == 0 else gbind
+                msp = slf[gs, SLF_SPLIT] if gbind == 0 else rg
+        elif nscan > 0:
+            lbo[g] = -INF if others_ready else minr
+    return best, best_k, others_ready, fast, minr, mc1, mc2, msp
+
+
+@hot
+def _replay_gate(sim, cf, t, g, best, best_k, others_ready):
+    """Schedule-preserving replay: only the order's next event may issue. A scheduler whose
+    eligible warps are not next waits for the order (parked); the next event's scheduler issues
+    it when it is eligible, else sleeps until it is. Returns ``(best, best_k, others_ready)``,
+    ``best`` -2 when the scheduler was put to sleep here."""
+    sli, slf, tdep = sim.warps.sli, sim.warps.slf, sim.warps.tdep
+    rp_slot = sim.pos[POS_RP_SLOT]
+    if g != sim.pos[POS_RP_G]:
+        if best >= 0:       # eligible warps, none of them next: wait for the order
+            sim.scheds.scf[g, SCF_NEXT] = INF
+            sim.parked[g] = True
+            return -2, best_k, others_ready
+    elif best >= 0 and best != rp_slot:
+        pp = nonneg(sim.maps.sm_pipe[sim.maps.g_sm[g]])
+        r, bind = ready_of(sli, tdep, sim.uf, sim.memory.heap, pp, cf.sw_units, rp_slot)
+        if r <= t:
+            return rp_slot, sli[rp_slot, SLI_K], True     # the scan's choice is eligible too
+        _wait(sim.scheds, g, r, sli[rp_slot, SLI_C1] if bind == 0 else bind,
+              sli[rp_slot, SLI_C2] if bind == 0 else bind, slf[rp_slot, SLF_SPLIT] if bind == 0 else r)
+        return -2, best_k, others_ready
+    return best, best_k, others_ready
+
+
+@hot
+def _issue(rows, grid, order_in, out, sim, cf, t, g, best, best_k, others_ready, fast, minr, mc1, mc2, msp):
+    """Scheduler ``g`` issues warp slot ``best`` at ``t``: the scheduler busy for the instruction's
+    issue time, its unit copy occupied, the same-warp delay, the result time and the scoreboard
+    writes, the SM's latest result, a barrier arrival, the warp's next instruction (or its exit
+    and its block's retirement), the scheduler's next wake-up and, in a replay, the order's next
+    event. Returns the outcome (``RUN_DONE`` unless a launch or the replay fails)."""
+    w, sd, st = sim.warps, sim.scheds, sim.static
+    sli, slf, tdep = w.sli, w.slf, w.tdep
+    scf, sci = sd.scf, sd.sci
+    sx, sf = st.sx, st.sf
+    counters = out.counters
+    sm = nonneg(sim.maps.g_sm[g])
+    pp = nonneg(sim.maps.sm_pipe[sm])
+    slot = nonneg(best)
+    scf[g, SCF_NEXT] = INF     # recomputed below; releases/launches during the issue may lower it
+    sci[g, SCI_RR] = best_k
+    if slot != sci[g, SCI_GREEDY]:
+        sd.lbo[g] = -INF        # the old greedy warp joins the others
+    sci[g, SCI_GREEDY] = slot
+    row = nonneg(sli[slot, SLI_ROW])
+    s = nonneg(sli[slot, SLI_SIDX])
+    x = nonneg(s * XW)
+    f = nonneg(s * FW)
+    counters[C_INSTR] += 1
+    out.pc_count[s] += 1
+    out.pc_wait[s] += t - slf[slot, SLF_SINCE]
+    if cf.rec_any:
+        ucopy = -1
+        ufree = -INF
+        if cf.sw_units:
+            ucopy, ufree = earliest_copy(sli, sim.uf, slot)
+        record_issue(out.timeline, out.pcc, row, s, g, t, slf[slot, SLF_SINCE], tdep[slot], slf[slot, SLF_SPLIT],
+                     sli[slot, SLI_C1], sli[slot, SLI_C2], ufree, ucopy,
+                     sim.memory.heap[pp, 0] if sli[slot, SLI_GMEM] else -INF)
+    if cf.rec_order:
+        out.order_out[counters[C_INSTR] - 1] = row
+    scf[g, SCF_FREE] = t + sf[f + SF_FREE]
+    mem = sx[x + X_MEM]
+    wv, wmin, active = _wavefronts(rows, counters, cf, row, mem)
+    if cf.sw_units:
+        bc, m = earliest_copy(sli, sim.uf, slot)
+        sim.uf[nonneg(sli[slot, SLI_UOFF]), bc] = t + sf[f + SF_OCC] * wv
+    cc = sx[x + X_CC] != 0
+    slf[slot, SLF_SAME] = t + sf[f + SF_SAME]
+    if cc:
+        sli[slot, SLI_YIELD] = sx[x + X_YIELD]
+    sli[slot, SLI_SAMEC] = SAME_WARP
+    done, base, c1, c2 = _result_time(rows, out, sim, cf, t, row, sm, pp, x, f, mem, wv, wmin, active)
+    rd = done
+    rb = base
+    if not cf.sw_deps:
+        rd = t
+        rb = t
+    c1, c2 = write_results(w, sx, sf, cc, cf.has_async, cf.sw_deps, slot, x, f, t, rd, rb, c1, c2)
+    blk = nonneg(sli[slot, SLI_BLOCK])
+    _note_result(sim, t, sm, slot, blk, s, x, f, done, base, c1, c2)
+    _arrive_at_barrier(grid, out, sim, cf, t, slot, blk, x, f)
+    outcome = _advance_or_retire(rows, grid, out, sim, cf, t, g, sm, slot, row, blk)
+    if outcome != RUN_DONE:
+        return outcome
+    _next_wake(sim, t, g, slot, others_ready, fast, minr, mc1, mc2, msp)
+    if cf.replay:
+        return _replay_advance(order_in, sim, cf, t, sim.pos[POS_RP_PTR] + 1)
+    return RUN_DONE
+
+
+@hot
+def _wavefronts(rows, counters, cf, row, mem):
+    """The wavefronts of an issued row (``(with conflicts, without, any lane active)``): a shared
+    access's (one per conflict degree; 0 rows are predicated off), a global access's L1 data
+    stage (one per cache line; 0 where not modelled); 1 for anything else."""
+    wv = 1
+    wmin = 1
+    active = True
+    if mem == MEM_SHARED:
+        active = rows.r_wave_min[row] > 0      # 0: no active lane (predicated off)
+        wmin = max2(1, rows.r_wave_min[row])
+        wv = max2(1, rows.r_wave[row]) if cf.sw_bank else wmin
+        counters[C_SH_ACC] += 1
+        counters[C_SH_WAVE] += wv
+        counters[C_SH_WMIN] += wmin
+    elif mem == MEM_GLOBAL:
+        # the L1 data stage's wavefronts: one per cache line (0 where not modelled)
+        wmin = max2(1, rows.r_wave_min[row])
+        wv = max2(1, rows.r_wave[row]) if cf.mc.sw_coal else wmin
+    return wv, wmin, active
+
+
+@hot
+def _result_time(rows, out, sim, cf, t, row, sm, pp, x, f, mem, wv, wmin, active):
+    """When the issued instruction's result is ready (docs/model.md §3): ``(done, base, c1, c2)``,
+    the same without queueing or conflicts (the split) and the causes a consumer waiting on it is
+    charged — its execution latency, a shared access's conflict wavefronts, or the global path
+    (:func:`teg.engine.memsys.global_access`)."""
+    sx, sf = sim.static.sx, sim.static.sf
+    wfc = cf.wfc
+    if mem == MEM_SHARED and not active:
+        done = t + 1.0
+        base = done
+        c1 = sx[x + X_DEPCAUSE]
+        c2 = c1
+    elif mem == MEM_SHARED:
+        done = t + sf[f + SF_MEMLAT] + (wv - 1) * wfc
+        base = t + sf[f + SF_MEMLAT] + (wmin - 1) * wfc
+        c1 = sx[x + X_DEPCAUSE]
+        c2 = BANK_CONFLICT
+    elif mem == MEM_GLOBAL:
+        done, base, c1, c2 = global_access(sim.memory, cf.mc, rows, out.counters, out.tx_rec, t, row, sm, pp,
+                                           sx[x + X_STORE], sx[x + X_DEPCAUSE], (wv - 1) * wfc)
+    else:
+        done = t + sf[f + SF_LAT]
+        base = done
+        c1 = sx[x + X_DEPCAUSE]
+        c2 = c1
+    return done, base, c1, c2
+
+
+@hot
+def _note_result(sim, t, sm, slot, blk, s, x, f, done, base, c1, c2):
+    """The block's latest completion and the SM's latest result (what the tail charges)."""
+    ln, ty = sim.launch, sim.tally
+    # a block retires with its writes still in flight: a store holds the warp only until its data
+    # have left the registers (read-barrier release); the write's acknowledgement counts for the
+    # kernel's end (sm_kf), not for the block's slot
+    held = t + sim.static.sf[f + SF_RBAR] if sim.static.sx[x + X_STORE] == 2 else done
+    if held > ln.blk_done[blk]:
+        ln.blk_done[blk] = held
+    if done > ty.sm_kf[sm, 0]:
+        ty.sm_kf[sm, 0] = done
+        ty.sm_kf[sm, 1] = base
+        ty.sm_ks[sm] = s
+        ty.sm_kc[sm, 0] = c1
+        ty.sm_kc[sm, 1] = c2
+
+
+@hot
+def _arrive_at_barrier(grid, out, sim, cf, t, slot, blk, x, f):
+    """A BAR that waits: the barrier resolves at the latest arrival + its BAR latency (the largest
+    such time, so that an earlier arrival never resolves it later). The last arrival is released at
+    once (it computes its next instruction's t_dep as it advances; a t_dep of this BAR, already
+    issued, would wake its scheduler early and charge the BAR's terms), then the waiting warps."""
+    if not (cf.has_bar and sim.static.sx[x + X_BAR] != 0):
+        return
+    ln = sim.launch
+    sf = sim.static.sf
+    slf = sim.warps.slf
+    ln.blk_arrived[blk] += 1
+    ln.blk_bar[blk, 0] = max2(ln.blk_bar[blk, 0], t + sf[f + SF_LAT])
+    ln.blk_bar[blk, 1] = max2(ln.blk_bar[blk, 1], sf[f + SF_LAT])
+    if ln.blk_arrived[blk] >= ln.blk_live[blk]:
+        slf[slot, SLF_BAR] = ln.blk_bar[blk, 0]
+        release(sim.warps, sim.scheds, sim.static, sim.fetch, ln, grid, out.counters, blk, ln.blk_bar[blk, 0])
+    else:
+        slf[slot, SLF_BAR] = INF
+
+
+@hot
+def _advance_or_retire(rows, grid, out, sim, cf, t, g, sm, slot, row, blk):
+    """The warp goes on to its next row (whose t_dep is computed now), or exits: it leaves its
+    scheduler's list and the greedy place, its block's barrier episode, and the last warp of a
+    block retires the block, whose SM launches the next block when it has retired (its last issue
+    and all its outstanding results complete, plus the launch latency). Returns the outcome."""
+    w, sd, ln = sim.warps, sim.scheds, sim.launch
+    sli, slf = w.sli, w.slf
+    sch_list, sch_n = sd.sch_list, sd.sch_n
+    sli[slot, SLI_ROW] = row + 1
+    ahead = row + PREFETCH_ROWS
+    if (ahead & 7) == 0 and ahead < sli[slot, SLI_END]:
+        prefetch(rows.r_sidx, ahead)
+        prefetch(rows.r_tx_start, ahead)
+        prefetch(rows.r_wave, ahead)
+        prefetch(rows.r_wave_min, ahead)
+    if row + 1 < sli[slot, SLI_END]:
+        sli[slot, SLI_SIDX] = rows.r_sidx[row + 1]
+        slf[slot, SLF_SINCE] = t + 1.0
+        compute_tdep(w, sim.static, sim.fetch, slot)
+        return RUN_DONE
+    sli[slot, SLI_CTX] = -1
+    ln.free_from[sm] = min2(ln.free_from[sm], slot - sm * cf.spsm)
+    pos = 0
+    while sch_list[g, pos] != slot:
+        pos += 1
+    for q in range(pos, sch_n[g] - 1):
+        sch_list[g, q] = sch_list[g, q + 1]
+    sch_n[g] -= 1
+    sch_list[g, sch_n[g]] = -1
+    # GTO: the finished warp is greedy no longer; a warp launched into its slot later is the
+    # youngest, not the one to stay with
+    sd.sci[g, SCI_GREEDY] = -1
+    sim.pos[POS_FINISHED] += 1
+    ln.blk_live[blk] -= 1
+    if cf.has_bar and slf[slot, SLF_BAR] >= INF:
+        # its last instruction was a BAR still waiting: the warp leaves the episode (its arrival
+        # time stays in it), so the others still wait for each other
+        ln.blk_arrived[blk] -= 1
+    if ln.blk_live[blk] == 0:
+        ln.sm_res[sm] -= 1
+        t_launch = max2(t + max2(cf.launch_lat, 1.0), math.ceil(ln.blk_done[blk]))
+        if launch_blocks(w, sd, sim.static, sim.fetch, ln, grid, rows.r_sidx, out.sm_end, out.counters, sm, t_launch,
+                         cf.resident, cf.resident, cf.deal, cf.q_end, cf.spsm) != RUN_DONE:
+            return RUN_BLOCK_TOO_BIG
+    elif cf.sw_bar and ln.blk_arrived[blk] > 0 and ln.blk_arrived[blk] >= ln.blk_live[blk]:
+        # the last warp not waiting exited: the barrier resolves now
+        release(w, sd, sim.static, sim.fetch, ln, grid, out.counters, blk,
+                max2(ln.blk_bar[blk, 0], t + ln.blk_bar[blk, 1]))
+    return RUN_DONE
+
+
+@hot
+def _next_wake(sim, t, g, slot, others_ready, fast, minr, mc1, mc2, msp):
+    """When scheduler ``g`` may issue next after issuing ``slot`` at ``t``: the next cycle when
+    other warps were ready (or the issue took one cycle), else the earliest of the others' ready
+    time and the issued warp's new t_dep, but not before the scheduler is free again; kept when a
+    release or launch during the issue set an earlier one."""
+    scf, sci = sim.scheds.scf, sim.scheds.sci
+    sli, slf, tdep = sim.warps.sli, sim.warps.slf, sim.warps.tdep
+    nxt = minr
+    n1 = mc1
+    n2 = mc2
+    nsp = msp
+    if others_ready or fast:
+        nxt = t
+        n1 = SCHEDULER
+        n2 = SCHEDULER
+        nsp = t
+    if sli[slot, SLI_CTX] >= 0 and tdep[slot] < nxt:
+        nxt = tdep[slot]
+        n1 = sli[slot, SLI_C1]
+        n2 = sli[slot, SLI_C2]
+        nsp = slf[slot, SLF_SPLIT]
+    if scf[g, SCF_FREE] >= nxt:
+        nxt = scf[g, SCF_FREE]
+        n1 = SCHEDULER
+        n2 = SCHEDULER
+        nsp = nxt
+    if nxt < scf[g, SCF_NEXT]:
+        _wait(sim.scheds, g, nxt, n1, n2, nsp)
+
+
+@hot
+def _replay_advance(order_in, sim, cf, t, ptr):
+    """The replay order's event ``ptr`` becomes the next to issue (none past the order's end).
+    Returns ``RUN_REPLAY_NOT_RESIDENT`` when its warp is not resident at that row."""
+    pos = sim.pos
+    pos[POS_RP_PTR] = ptr
+    if ptr < cf.n_order:
+        rp_slot = replay_next(order_in, sim.r_ctx, sim.launch.ctx_slot, sim.warps.sli, sim.parked, sim.scheds.scf,
+                              sim.maps.g_sm, sim.tree, cf.leaves, cf.S, ptr, t)
+        if rp_slot < 0:
+            return RUN_REPLAY_NOT_RESIDENT
+        pos[POS_RP_SLOT] = rp_slot
+        pos[POS_RP_G] = sim.warps.sli[rp_slot, SLI_G]
+    return RUN_DONE
+
+
+@helper
+def _tail(out, sim, cf, t):
+    """The kernel ends at its last issue cycle or when its last result is back; each SM's cycles
+    after its last visit go to its latest result's causes while that is pending, then to no_warp
+    (the SM is idle: no block left for it). Returns the kernel's cycles."""
+    ty = sim.tally
+    sm_t, sm_kf, sm_kc, sm_ks = ty.sm_t, ty.sm_kf, ty.sm_kc, ty.sm_ks
+    stall_out, pcc = out.stall, out.pcc
+    n_sms = cf.n_sms
+    pc_none = cf.pc_none
     total = t + 1.0
     for sm in range(n_sms):
         if math.ceil(sm_kf[sm, 0]) > total:
@@ -1818,16 +760,16 @@ def simulate(s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_la
         if e > total:
             e = total
         if e > a:
-            _charge(stall_out, sm_kc[sm, 0], sm_kc[sm, 1], a, e, sm_kf[sm, 1])
-            if attrib:
-                _charge(pcc[PC_STALL, sm_ks[sm] if sm_ks[sm] >= 0 else pc_none], sm_kc[sm, 0], sm_kc[sm, 1], a, e,
-                        sm_kf[sm, 1])
+            charge(stall_out, sm_kc[sm, 0], sm_kc[sm, 1], a, e, sm_kf[sm, 1])
+            if cf.attrib:
+                charge(pcc[PC_STALL, sm_ks[sm] if sm_ks[sm] >= 0 else pc_none], sm_kc[sm, 0], sm_kc[sm, 1], a, e,
+                       sm_kf[sm, 1])
             a = e
         if total > a:
             stall_out[NO_WARP] += np.int64(total - a)
-            if attrib:
+            if cf.attrib:
                 pcc[PC_STALL, pc_none, NO_WARP] += np.int64(total - a)
     for sm in range(n_sms):
         # the SM's end: its last issue cycle (sm_t after its last visit) or its last result
-        sm_end[sm, 0] = _max2(sm_t[sm], math.ceil(sm_kf[sm, 0]))
-    return 0, np.int64(total)
+        out.sm_end[sm, 0] = max2(sm_t[sm], math.ceil(sm_kf[sm, 0]))
+    return np.int64(total)

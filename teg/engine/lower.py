@@ -1,4 +1,5 @@
-"""Lowering: Program (SASS) and/or KernelTrace + Machine + Options → :class:`EngineInput`.
+"""Lowering: Program (SASS) and/or KernelTrace + Machine + Options → :class:`EngineInput`
+(:mod:`teg.engine.lowered`).
 
 Steps (all vectorized over rows; per-static-instruction work is Python over the few hundred
 static instructions):
@@ -33,16 +34,13 @@ import warnings
 import numpy as np
 
 from teg import TegError, UnknownOpcodeWarning
-from teg.engine.codes import DEP_BASE, DEP_GLOBAL, DEP_SHARED, MEM_GLOBAL, MEM_SHARED, UNIT_CLASSES
-from teg.engine.input import (DEPMODEL_CODES, F_DRAM_LAT, F_ISSUE_INTERVAL, F_KERNEL_LAUNCH, F_L1_LAT,
-                              F_L2_FAR_LAT, F_L2_LAT, F_L2_SLICE_SPB, F_LAUNCH_LAT, F_RBAR_LAT, F_SERVICE_PER_BYTE,
-                              F_WAVEFRONT_CYCLES, I_CHANNELS, I_DEAL, I_DEPMODEL, I_L1_SETS, I_L2_PART_BYTES,
-                              I_L2_PARTS, I_L2_SETS, I_L2_SLICES, I_MSHR, I_PIPE_SLOTS, I_POLICY, I_RESIDENT,
-                              I_SCHED, I_SLOTS, I_SMS, I_SMS_PER_PIPE, I_TIMELINE, I_RECORD_ORDER,
-                              I_WARP_SIZE, I_FETCH_PF, I_L1_HASH, I_L2_HASH, NUM_FPAR, NUM_IPAR, POLICY_CODES,
-                              SWITCH_INDEX, EngineInput, near_partitions, set_tlb)
+from teg.engine.codes import (DEP_BASE, DEP_GLOBAL, DEP_SHARED, DEPMODEL_CODES, MEM_GLOBAL, MEM_SHARED, POLICY_CODES,
+                              UNIT_CLASSES)
+from teg.engine.lowered import EngineInput, Grid, RowTable, StaticTable, near_partitions
 from teg.engine.occupancy import OccupancyError, l1_data_bytes, occupancy, preferred_carveout
-from teg.engine.options import Options
+from teg.engine.options import MECHANISMS, Options
+from teg.engine.records import REC_ROWS
+from teg.engine.scalars import scalars, tlb_scalars
 from teg.machine.model import Machine, OpInfo
 from teg.memory.cache import cache_geometry
 from teg.memory.cachepolicy import bypasses_l1
@@ -434,8 +432,7 @@ def lower(program, kernel_trace, machine: Machine, options: Options | None = Non
     # 2. per static instruction
     unit_names = list(machine.units)
     s_unit = np.array([unit_names.index(i.unit) for i in infos], np.int32)
-    s_occ = np.array([machine.occupancy(i) if hasattr(machine, "occupancy") else machine.units[i.unit].occupancy
-                      for i in infos], np.float64)
+    s_occ = np.array([machine.occupancy(i) for i in infos], np.float64)
     lat = [machine.latencies[i.latency] for i in infos]
     s_lat_exec = np.array([x.execution for x in lat], np.float64)
     s_lat_multi = np.array([x.issue_multi for x in lat], np.float64)
@@ -585,19 +582,19 @@ def lower(program, kernel_trace, machine: Machine, options: Options | None = Non
 
     # 6. scalars
     share = n_sms / max(busy, n_sms)
-    ipar = np.zeros(NUM_IPAR, np.int64)
-    fpar = np.zeros(NUM_FPAR, np.float64)
-    ipar[I_SMS], ipar[I_SCHED], ipar[I_SLOTS], ipar[I_RESIDENT] = n_sms, machine.schedulers, slots, resident
-    ipar[I_POLICY], ipar[I_DEPMODEL] = POLICY_CODES[options.policy], DEPMODEL_CODES[depmodel]
-    for mech, idx in SWITCH_INDEX.items():
-        ipar[idx] = int(bool(getattr(options, mech)))
+    sc = dict(sms=n_sms, schedulers=machine.schedulers, slots=slots, resident=resident, warp_size=machine.warp_size,
+              policy=POLICY_CODES[options.policy], depmodel=DEPMODEL_CODES[depmodel], deal=whole_gpu,
+              issue_interval=machine.issue_interval,
+              rbar_latency=machine.latencies["store"].execution if "store" in machine.latencies else 1.0,
+              block_launch_latency=max(1.0, machine.block_launch_cycles),
+              kernel_launch_cycles=machine.kernel_launch_cycles,
+              **{mech: getattr(options, mech) for mech in MECHANISMS})
     l1_size = 0
     if gm.l1 is not None:
         l1_size = l1_data_bytes(machine, threads, regs, shmem, resident, carveout)
         if l1_size >= gm.l1.line_bytes:
-            ipar[I_L1_SETS:I_L1_SETS + 4] = cache_geometry(l1_size, gm.l1.line_bytes, gm.l1.sector_bytes, gm.l1.assoc)
-            ipar[I_L1_HASH] = int(gm.l1.index == "xor")
-            fpar[F_L1_LAT] = gm.l1.latency
+            sc.update(l1=cache_geometry(l1_size, gm.l1.line_bytes, gm.l1.sector_bytes, gm.l1.assoc),
+                      l1_hashed=gm.l1.index == "xor", l1_latency=gm.l1.latency)
         else:
             notes.append("no L1 left beside the blocks' shared memory")
     if gm.l2 is not None:
@@ -606,34 +603,22 @@ def lower(program, kernel_trace, machine: Machine, options: Options | None = Non
         parts = gm.l2_partitions if whole_gpu else 1
         l2_frac = share if options.l2_share is None else float(options.l2_share)
         l2_size = max(int(gm.l2.size_bytes * l2_frac / parts), gm.l2.line_bytes)
-        ipar[I_L2_SETS:I_L2_SETS + 4] = cache_geometry(l2_size, gm.l2.line_bytes, gm.l2.sector_bytes, gm.l2.assoc)
-        ipar[I_L2_HASH] = int(gm.l2.index == "xor")
-        fpar[F_L2_LAT] = gm.l2.latency
-        fpar[F_L2_FAR_LAT] = gm.l2_far_latency if (parts > 1 and gm.l2_far_latency) else gm.l2.latency
-        ipar[I_L2_PARTS], ipar[I_L2_PART_BYTES] = parts, gm.l2_partition_bytes
+        sc.update(l2=cache_geometry(l2_size, gm.l2.line_bytes, gm.l2.sector_bytes, gm.l2.assoc),
+                  l2_hashed=gm.l2.index == "xor", l2_latency=gm.l2.latency,
+                  l2_far_latency=gm.l2_far_latency if (parts > 1 and gm.l2_far_latency) else gm.l2.latency,
+                  l2_partitions=parts, l2_partition_bytes=gm.l2_partition_bytes)
         if whole_gpu and gm.l2_slices and gm.l2_bandwidth_bytes_per_clk:
-            ipar[I_L2_SLICES] = gm.l2_slices
-            fpar[F_L2_SLICE_SPB] = gm.l2_slices / gm.l2_bandwidth_bytes_per_clk
+            sc.update(l2_slices=gm.l2_slices, l2_slice_cycles_per_byte=gm.l2_slices / gm.l2_bandwidth_bytes_per_clk)
     if gm.tlb is not None:
         t = gm.tlb
-        set_tlb(ipar, fpar, t.page_bytes, t.l1_entries, t.l2_page_bytes, t.l2_entries, t.l2_latency, t.walk_latency)
-    ipar[I_DEAL] = int(whole_gpu)
-    ipar[I_MSHR] = gm.l1_mshr_lines or 0
-    ipar[I_FETCH_PF] = _prefetch_lines(machine)
-    ipar[I_CHANNELS] = gm.channels
-    ipar[I_SMS_PER_PIPE] = max(1, min(gm.sms_per_pipeline, busy))
-    ipar[I_PIPE_SLOTS] = int(gm.max_outstanding)
-    ipar[I_TIMELINE] = int(options.record_timeline)
-    ipar[I_RECORD_ORDER] = int(options.record_order)
-    ipar[I_WARP_SIZE] = machine.warp_size
-    fpar[F_ISSUE_INTERVAL] = machine.issue_interval
-    fpar[F_DRAM_LAT] = gm.dram_latency
+        sc.update(tlb_scalars(t.page_bytes, t.l1_entries, t.l2_page_bytes, t.l2_entries, t.l2_latency,
+                              t.walk_latency))
     bytes_per_cycle = gm.bandwidth_gbs * 1e9 / (machine.clock_mhz * 1e6) * share / gm.channels
-    fpar[F_SERVICE_PER_BYTE] = 1.0 / bytes_per_cycle
-    fpar[F_WAVEFRONT_CYCLES] = sh.wavefront_cycles
-    fpar[F_RBAR_LAT] = machine.latencies["store"].execution if "store" in machine.latencies else 1.0
-    fpar[F_LAUNCH_LAT] = max(1.0, machine.block_launch_cycles)
-    fpar[F_KERNEL_LAUNCH] = machine.kernel_launch_cycles
+    sc = scalars(**sc, mshr_lines=gm.l1_mshr_lines or 0, fetch_prefetch=_prefetch_lines(machine),
+                 channels=gm.channels, sms_per_pipeline=max(1, min(gm.sms_per_pipeline, busy)),
+                 pipe_slots=int(gm.max_outstanding), dram_latency=gm.dram_latency,
+                 dram_cycles_per_byte=1.0 / bytes_per_cycle, wavefront_cycles=sh.wavefront_cycles,
+                 records=REC_ROWS if options.record_timeline else 0, record_order=options.record_order)
 
     meta = {"kernel": name, "machine": machine.name, "clock_mhz": machine.clock_mhz, "opcodes": st["opcodes"],
             "pcs": st["pcs"], "dependency_model": depmodel, "policy": options.policy, "sms": n_sms,
@@ -645,13 +630,13 @@ def lower(program, kernel_trace, machine: Machine, options: Options | None = Non
             "busy_sms": int(max(busy, n_sms)),
             "dealing": "dynamic" if whole_gpu else ("sweep" if sweep_mode else "round-robin"),
             "waves": B / max(resident * n_sms, 1),
-            "l2_partitions": int(ipar[I_L2_PARTS]), "l2_slices": int(ipar[I_L2_SLICES]),
-            "mshr_lines": int(ipar[I_MSHR]), "l1_bytes": int(max(l1_size, 0)),
+            "l2_partitions": sc.l2_partitions, "l2_slices": sc.l2_slices,
+            "mshr_lines": sc.mshr_lines, "l1_bytes": int(max(l1_size, 0)),
             "shared_carveout_bytes": (gm.l1.size_bytes - l1_size if gm.l1 is not None and gm.l1.shared_carveouts
                                       else None)}
     if options.blocks_per_sm is not None and meta["occupancy"] is not None:
         meta["occupancy"] = dict(meta["occupancy"], blocks_per_sm=resident, limiter="--blocks-per-sm")
-    return EngineInput(
+    static = StaticTable(
         s_unit=s_unit, s_occ=s_occ, s_lat_exec=s_lat_exec, s_lat_multi=s_lat_multi, s_lat_same=s_lat_same,
         s_mem=s_mem, s_mem_lat=s_mem_lat, s_store=s_store, s_barrier=s_barrier, s_depcause=s_depcause,
         s_dst=st["dst"], s_src=st["src"], s_ctrl=np.asarray(st["ctrl"], np.int32),
@@ -662,13 +647,15 @@ def lower(program, kernel_trace, machine: Machine, options: Options | None = Non
         s_cline=_const_lines(st.get("const_at"), gm.icache_line_bytes, S),
         u_occ=np.array([machine.units[u].occupancy for u in unit_names], np.float64),
         u_count=np.array([machine.units[u].count for u in unit_names], np.int32),
-        u_per_sm=np.array([int(machine.units[u].per == "sm") for u in unit_names], np.int32),
+        u_per_sm=np.array([int(machine.units[u].per == "sm") for u in unit_names], np.int32))
+    rows = RowTable(
         r_sidx=np.asarray(r_sidx, np.int32), r_wave=r_wave.astype(np.int32, copy=False),
         r_wave_min=r_wave_min.astype(np.int32, copy=False), r_tx_start=tx_start,
         r_tx_min=tx_min.astype(np.int32, copy=False), r_tx_min_bytes=tx_min_bytes.astype(np.int64, copy=False),
         tx_addr=tx_addr.astype(np.int64, copy=False), tx_bytes=tx_bytes.astype(np.int64, copy=False),
-        tx_chan=tx_chan.astype(np.int32, copy=False),
+        tx_chan=tx_chan.astype(np.int32, copy=False))
+    grid = Grid(
         c_start=c_start, c_end=c_end, c_block=ctx_block.astype(np.int32), b_ctx_start=b_ctx_start,
         sm_blocks_start=sm_blocks_start, sm_blocks=order,
-        sm_part=near_partitions(n_sms, int(ipar[I_L2_PARTS]), gm.l2_partition_sms if ipar[I_L2_PARTS] > 1 else None),
-        ipar=ipar, fpar=fpar, meta=meta)
+        sm_part=near_partitions(n_sms, sc.l2_partitions, gm.l2_partition_sms if sc.l2_partitions > 1 else None))
+    return EngineInput(static=static, rows=rows, grid=grid, scalars=sc, meta=meta)

@@ -95,7 +95,7 @@ class Options:
     opcodes the machine table does not know), ``record_timeline`` (issue cycle of every row,
     the wait before it by cause, and each memory transaction's queueing: :mod:`teg.engine.records`),
     ``record_order`` (the global issue order, ``Result.order``, that a replay run can follow:
-    :func:`teg.engine.input.with_replay`)."""
+    :func:`teg.engine.lowered.with_replay`)."""
 
     bank_conflicts: bool = True
     coalescing: bool = True

@@ -2,7 +2,7 @@
 instructions``), beyond the cycle count and the stall breakdown: the layouts of the record arrays
 and the small jitted helpers the loop of :mod:`teg.engine.core` calls to fill them.
 
-Nothing here runs unless the run asks for it: ``ipar[I_TIMELINE]`` is a set of bits,
+Nothing here runs unless the run asks for it: the scalar ``records`` is a set of bits,
 ``REC_ROWS`` (per dynamic row: issue cycle, the wait before it split by cause, scheduler and unit
 copy; per memory transaction: its L2-slice and DRAM-channel arrival, start and end of service)
 and ``REC_PCS`` (per static instruction: the warps' waits before issue by cause, and the SM stall
@@ -33,8 +33,8 @@ from numba import njit
 from teg.engine.codes import MEM_PIPE, SCHEDULER, UNIT_BUSY
 from teg.jit import inner
 
-REC_ROWS = 1        # ipar[I_TIMELINE] bit: per-row and per-transaction records
-REC_PCS = 2         # ipar[I_TIMELINE] bit: per-instruction waits and charged stall cycles
+REC_ROWS = 1        # ``records`` bit: per-row and per-transaction records
+REC_PCS = 2         # ``records`` bit: per-instruction waits and charged stall cycles
 
 # per dynamic row, float64 [N, NTL] (-1 where never written)
 TL_ISSUE, TL_SINCE, TL_END1, TL_END2, TL_END3, TL_C1, TL_C2, TL_C3, TL_SCHED, TL_COPY = range(10)
@@ -105,15 +105,13 @@ def record_level(tx_rec, j, col, where, arrive, start, end):
 
 
 def with_records(inp, timeline: bool | None = None, instructions: bool | None = None):
-    """A shallow copy of the :class:`~teg.engine.input.EngineInput` ``inp`` (arrays shared, ``ipar``
-    copied) whose run records its rows and transactions (``timeline``) and/or its per-instruction
-    waits and charged stall cycles (``instructions``); None leaves a setting as it is."""
-    from dataclasses import replace
+    """A shallow copy of the :class:`~teg.engine.lowered.EngineInput` ``inp`` (arrays shared) whose
+    run records its rows and transactions (``timeline``) and/or its per-instruction waits and
+    charged stall cycles (``instructions``); None leaves a setting as it is."""
+    from teg.engine.lowered import with_scalars
 
-    from teg.engine.input import I_TIMELINE
-
-    ipar = inp.ipar.copy()
+    bits = inp.scalars.records
     for bit, on in ((REC_ROWS, timeline), (REC_PCS, instructions)):
         if on is not None:
-            ipar[I_TIMELINE] = (ipar[I_TIMELINE] | bit) if on else (ipar[I_TIMELINE] & ~bit)
-    return replace(inp, ipar=ipar)
+            bits = (bits | bit) if on else (bits & ~bit)
+    return with_scalars(inp, records=bits)

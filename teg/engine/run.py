@@ -1,15 +1,46 @@
-"""``run(EngineInput) -> Result``: allocate the outputs, call the jitted loop, wrap the outcome."""
+"""``run(EngineInput) -> Result``: allocate the outputs, run the jitted loop, wrap the outcome.
+
+The loop runs in slices: it pauses (``RUN_PAUSED``, its state kept) after a budget of steps and is
+called again from Python, which is where a ``KeyboardInterrupt`` (Ctrl-C) can surface — numba's
+compiled code never looks at signals, so a run of many seconds would otherwise ignore it. A step
+issues at most one instruction per scheduler (and per warp); the first slice is
+:data:`FIRST_ISSUES` // min(SMs × schedulers, warps) steps (a run that fits in it is one call of
+the loop), and each later slice is sized from the time the previous one took to last about
+:data:`SLICE_SECONDS` (at most four times the previous one's steps). Pausing changes nothing in
+the results. The state (:func:`teg.engine.core.new_state`) crosses into Python once per run and
+back into the loop at each call (about 40 µs each way).
+
+SIGINT is held back (``pthread_sigmask``) while a jitted call runs: numba's compiled wrapper boxes
+the run's state, named tuples, with their Python constructor, and an interrupt raised inside it
+crashes the process (a segmentation fault, seen on every Ctrl-C before this); released after the
+call, the signal raises ``KeyboardInterrupt`` in :func:`_run_sliced`.
+"""
 
 from __future__ import annotations
+
+import signal
+import time
+from contextlib import contextmanager
 
 import numpy as np
 
 from teg import TegError
-from teg.engine.codes import CAUSE_NAMES, COUNTER_NAMES, NO_WARP, NUM_CAUSES
-from teg.engine.core import X_DST, X_NWAW, X_SRC, simulate
-from teg.engine.input import F_KERNEL_LAUNCH, I_RECORD_ORDER, I_SMS, I_SW_KLAUNCH, I_TIMELINE, EngineInput
+from teg.engine.codes import (C_STEPS, CAUSE_NAMES, COUNTER_NAMES, NO_WARP, NUM_CAUSES, RUN_BLOCK_TOO_BIG,
+                              RUN_DEADLOCK, RUN_DONE, RUN_PAUSED, RUN_REPLAY_NOT_RESIDENT)
+from teg.engine.core import Outputs, new_state, simulate
+from teg.engine.lowered import EngineInput
 from teg.engine.records import NTL, NTX, PC_STALL, REC_PCS, REC_ROWS, TL_ISSUE
 from teg.engine.result import Result, make_result
+from teg.engine.static import X_DST, X_NWAW, X_SRC
+
+
+FIRST_ISSUES = 1 << 17
+SLICE_SECONDS = 0.1
+try:    # the C function itself (signal.pthread_sigmask converts its result to enums: 8 us a pair of calls, not 1.5)
+    from _signal import pthread_sigmask as _sigmask
+except ImportError:     # a platform without it
+    _sigmask = None
+_SIGINT = {signal.SIGINT}
 
 
 class EngineError(TegError):
@@ -18,47 +49,43 @@ class EngineError(TegError):
 
 def run(inp: EngineInput) -> Result:
     """Simulate ``inp`` with the timing model of :mod:`teg.engine.core` (deterministic)."""
-    stall = np.zeros(NUM_CAUSES, np.int64)
-    pc_count = np.zeros(inp.num_static, np.int64)
-    pc_wait = np.zeros(inp.num_static, np.float64)
-    counters = np.zeros(len(COUNTER_NAMES), np.int64)
-    record = bool(inp.ipar[I_TIMELINE] & REC_ROWS)
-    attrib = bool(inp.ipar[I_TIMELINE] & REC_PCS)
-    timeline = np.full((inp.num_rows if record else 0, NTL), -1.0, np.float64)
-    tx_rec = np.full((inp.tx_addr.shape[0] if record else 0, NTX), -1.0, np.float64)
-    pcc = np.zeros((2, inp.num_static + 1 if attrib else 0, NUM_CAUSES), np.int64)
-    sm_end = np.zeros((int(inp.ipar[I_SMS]), 2), np.float64)   # last completion, blocks run
-    if inp.c_start.shape[0] == 0:
+    sc = inp.scalars
+    record = bool(sc.records & REC_ROWS)
+    attrib = bool(sc.records & REC_PCS)
+    out = Outputs(
+        stall=np.zeros(NUM_CAUSES, np.int64),
+        pc_count=np.zeros(inp.num_static, np.int64),
+        pc_wait=np.zeros(inp.num_static, np.float64),
+        counters=np.zeros(len(COUNTER_NAMES), np.int64),
+        timeline=np.full((inp.num_rows if record else 0, NTL), -1.0, np.float64),
+        sm_end=np.zeros((sc.sms, 2), np.float64),       # last completion, blocks run
+        order_out=np.zeros(inp.num_rows if sc.record_order else 0, np.int64),
+        pcc=np.zeros((2, inp.num_static + 1 if attrib else 0, NUM_CAUSES), np.int64),
+        tx_rec=np.full((inp.rows.tx_addr.shape[0] if record else 0, NTX), -1.0, np.float64))
+    kernel = inp.meta.get("kernel", "kernel")
+    if inp.grid.c_start.shape[0] == 0:
         raise EngineError("nothing to simulate: no warp has instructions")
+    if inp.static.s_src.shape[1] > X_DST - X_SRC or inp.static.s_dst.shape[1] > X_NWAW - X_DST:
+        raise EngineError(f"{kernel}: an instruction lists more than {X_DST - X_SRC} source or {X_NWAW - X_DST} "
+                          "destination registers")
     order_in = _checked_order(inp)
-    order_out = np.zeros(inp.num_rows if inp.ipar[I_RECORD_ORDER] else 0, np.int64)
-    status, cycles = simulate(
-        inp.s_unit, inp.s_occ, inp.s_lat_exec, inp.s_lat_multi, inp.s_lat_same, inp.s_mem, inp.s_mem_lat,
-        inp.s_store, inp.s_barrier, inp.s_depcause, inp.s_dst, inp.s_src, inp.s_ctrl, inp.s_stall,
-        inp.s_yield, inp.s_wbar, inp.s_rbar, inp.s_wait, inp.s_depbar, inp.s_async, inp.s_iline, inp.s_cline,
-        inp.u_occ, inp.u_count, inp.u_per_sm,
-        inp.r_sidx, inp.r_wave, inp.r_wave_min, inp.r_tx_start, inp.r_tx_min, inp.r_tx_min_bytes,
-        inp.tx_addr, inp.tx_bytes, inp.tx_chan,
-        inp.c_start, inp.c_end, inp.c_block, inp.b_ctx_start, inp.sm_blocks_start, inp.sm_blocks, inp.sm_part,
-        inp.ipar, inp.fpar, stall, pc_count, pc_wait, counters, timeline, sm_end, order_in, order_out, pcc, tx_rec)
-    if status == 1 and order_in.shape[0]:
-        raise EngineError(f"{inp.meta.get('kernel', 'kernel')}: replay order infeasible at cycle {cycles}: its next "
-                          "row waits for something only later rows provide (a barrier arrival; an order from "
-                          "another configuration?)")
-    if status == 1:
-        raise EngineError(f"{inp.meta.get('kernel', 'kernel')}: deadlock at cycle {cycles}: warps wait "
-                          "forever (a barrier that not every warp of the block reaches?)")
-    if status == 2:
-        raise EngineError(f"{inp.meta.get('kernel', 'kernel')}: a block needs more warp slots than the SM has")
-    if status == 3:
-        raise EngineError(f"{inp.meta.get('kernel', 'kernel')}: replay order infeasible at cycle {cycles}: "
-                          "it names a row whose warp is not resident yet (an order from another configuration?)")
-    if status == 4:
-        raise EngineError(f"{inp.meta.get('kernel', 'kernel')}: an instruction lists more than {X_DST - X_SRC} "
-                          f"source or {X_NWAW - X_DST} destination registers")
+    outcome, cycles = _run_sliced(inp, order_in, out)
+    if outcome == RUN_DEADLOCK and order_in.shape[0]:
+        raise EngineError(f"{kernel}: replay order infeasible at cycle {cycles}: its next row waits for something "
+                          "only later rows provide (a barrier arrival; an order from another configuration?)")
+    if outcome == RUN_DEADLOCK:
+        raise EngineError(f"{kernel}: deadlock at cycle {cycles}: warps wait forever (a barrier that not every "
+                          "warp of the block reaches?)")
+    if outcome == RUN_BLOCK_TOO_BIG:
+        raise EngineError(f"{kernel}: a block needs more warp slots than the SM has")
+    if outcome == RUN_REPLAY_NOT_RESIDENT:
+        raise EngineError(f"{kernel}: replay order infeasible at cycle {cycles}: it names a row whose warp is not "
+                          "resident yet (an order from another configuration?)")
+    assert outcome == RUN_DONE, outcome
+    stall, pcc, sm_end, order_out, timeline = out.stall, out.pcc, out.sm_end, out.order_out, out.timeline
     meta = dict(inp.meta)
     meta["sm_blocks"] = sm_end[:, 1].astype(np.int64).tolist()
-    n_sms = int(inp.ipar[I_SMS])
+    n_sms = sc.sms
     cycles = add_kernel_launch(inp, cycles, stall, pcc, n_sms, meta)
     if n_sms > 1:
         # every SM's cycles are charged; the breakdown reported is the average busy SM's (an SM
@@ -69,21 +96,56 @@ def run(inp: EngineInput) -> Result:
         stall[NO_WARP] -= (n_sms - busy) * int(cycles)
         meta["stall_sms"] = busy
         stall = average_breakdown(stall, busy)
-    return make_result(cycles, stall, counters, pc_count, pc_wait.astype(np.int64), sm_end[:, 0],
+    return make_result(cycles, stall, out.counters, out.pc_count, out.pc_wait.astype(np.int64), sm_end[:, 0],
                        timeline[:, TL_ISSUE].astype(np.int64) if record else None, meta,
                        order_out if order_out.shape[0] else None,
-                       row_record=timeline if record else None, tx_record=tx_rec if record else None,
+                       row_record=timeline if record else None, tx_record=out.tx_rec if record else None,
                        pc_causes=pcc if attrib else None)
+
+
+def _run_sliced(inp: EngineInput, order_in: np.ndarray, out: Outputs) -> tuple[int, int]:
+    """The loop's outcome and cycles, run a slice of steps at a time (module docstring)."""
+    sc = inp.scalars
+    steps = max(1, FIRST_ISSUES // min(sc.sms * sc.schedulers, inp.grid.c_start.shape[0]))
+    began = time.perf_counter()
+    with _interrupts_held():
+        sim = new_state(inp.static, inp.rows, inp.grid, sc, out, order_in.shape[0] > 0)
+        outcome, cycles = simulate(inp.rows, inp.grid, sc, order_in, out, sim, steps)
+    while outcome == RUN_PAUSED:
+        now = time.perf_counter()
+        steps = max(1, min(4 * steps, int(steps * SLICE_SECONDS / max(now - began, 1e-6))))
+        began = now
+        with _interrupts_held():
+            outcome, cycles = _resume(inp.rows, inp.grid, sc, order_in, out, sim, out.counters[C_STEPS] + steps)
+    return outcome, cycles
+
+
+def _resume(*args):
+    """:func:`simulate` again after a pause (a name of its own: tests count resumptions)."""
+    return simulate(*args)
+
+
+@contextmanager
+def _interrupts_held():
+    """SIGINT held back in this thread for the duration (where the platform can), delivered after."""
+    if _sigmask is None:
+        yield
+        return
+    old = _sigmask(signal.SIG_BLOCK, _SIGINT)
+    try:
+        yield
+    finally:
+        _sigmask(signal.SIG_SETMASK, old)
 
 
 def add_kernel_launch(inp: EngineInput, cycles: int, stall: np.ndarray, pcc: np.ndarray, n_sms: int,
                       meta: dict) -> int:
-    """The kernel's cycles with its launch and drain overhead (``F_KERNEL_LAUNCH`` cycles beyond
+    """The kernel's cycles with its launch and drain overhead (``kernel_launch_cycles`` beyond
     what its SMs do, unless the ``kernel_launch`` switch is off): every simulated SM idles through
     it, so each is charged that many ``no_warp`` cycles (``stall`` and the per-instruction
     attribution ``pcc``'s no-instruction row, in place). Records the cycles added in
     ``meta["kernel_launch_cycles"]``."""
-    k = int(round(inp.fpar[F_KERNEL_LAUNCH])) if inp.ipar[I_SW_KLAUNCH] else 0
+    k = int(round(inp.scalars.kernel_launch_cycles)) if inp.scalars.kernel_launch else 0
     meta["kernel_launch_cycles"] = k
     if k <= 0:
         return cycles
@@ -117,9 +179,10 @@ def _checked_order(inp: EngineInput) -> np.ndarray:
         raise EngineError(f"replay order: expected a permutation of the {n} rows, got {order.shape[0]} entries")
     pos = np.empty(n, np.int64)
     pos[order] = np.arange(n)
-    lens = inp.c_end - inp.c_start
+    c_start, c_end = inp.grid.c_start, inp.grid.c_end
+    lens = c_end - c_start
     inner = np.ones(n, bool)                  # row i and i+1 belong to the same warp context
-    inner[(inp.c_end - 1)[lens > 0]] = False
+    inner[(c_end - 1)[lens > 0]] = False
     if np.any((np.diff(pos) <= 0) & inner[:-1]):
         bad = int(np.nonzero((np.diff(pos) <= 0) & inner[:-1])[0][0])
         raise EngineError(f"replay order: row {bad + 1} comes before row {bad} of the same warp")

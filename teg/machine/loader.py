@@ -391,7 +391,7 @@ def _build_tlb(t: dict) -> Tlb:
 def _partition_sms(node, partitions: int) -> tuple[int, ...]:
     """``memory.l2_partition_sms``: how many of the table's SMs each L2 partition is near, one
     count per partition (a table that extends it with another ``num_sms`` keeps the proportions:
-    :func:`teg.engine.input.near_partitions`)."""
+    :func:`teg.engine.lowered.near_partitions`)."""
     counts = tuple(int(x) for x in _v(node))
     if len(counts) != partitions:
         raise schema.SchemaViolation(("memory", "l2_partition_sms"), f"bad value {list(counts)}: one count "

@@ -8,7 +8,8 @@ Vocabulary (TEG report §3.2.1):
   instruction after this one;
 * *issue latency (same warp)* — cycles before the same warp may issue its next instruction;
 * *unit occupancy* — cycles one warp instruction occupies its functional unit's dispatch
-  (32 / lanes per scheduler on sm_70+; nvidia_timing_facts.md §2.1).
+  (32 / lanes per scheduler on sm_70+: the CUDA C++ Programming Guide's "Throughput of Native
+  Arithmetic Instructions" results per clock per SM, shared by the SM's four schedulers).
 """
 
 from __future__ import annotations
@@ -101,7 +102,8 @@ class Tlb:
 
 @dataclass(frozen=True)
 class SharedMemory:
-    """Shared-memory banking (TEG §3.3.3; nvidia_timing_facts.md §4.1)."""
+    """Shared-memory banking (TEG §3.3.3; CUDA C++ Programming Guide, shared memory of
+    compute capability 5.x and later: 32 banks of 4 bytes)."""
 
     banks: int                  # 16 (GT200) or 32
     bank_bytes: int             # 4
@@ -204,7 +206,14 @@ class Machine:
         return None if key is None else self.opcodes[key]
 
     def match_key(self, opcode: str) -> str | None:
-        """The ``opcodes`` key that :meth:`classify` uses for ``opcode`` (None when none matches)."""
+        """The ``opcodes`` key that :meth:`classify` uses for ``opcode`` (None when none matches;
+        remembered per opcode text, like the key index, for the table as first classified)."""
+        memo = self.__dict__.setdefault("_match_memo", {})
+        if opcode not in memo:
+            memo[opcode] = self._match_key(opcode)
+        return memo[opcode]
+
+    def _match_key(self, opcode: str) -> str | None:
         base, *mods = opcode.split(".")
         best: str | None = None
         best_n = -1

@@ -1,4 +1,5 @@
-"""Sectored set-associative LRU caches (L1 per SM, L2 shared; nvidia_timing_facts.md §4.2).
+"""Sectored set-associative LRU caches (L1 per SM, L2 shared; 128 B lines of four 32 B
+sectors: NVIDIA's answer at forums.developer.nvidia.com/t/understanding-l1-tex-cache-sectors-req/312884).
 
 A cache of ``size`` bytes, ``line`` bytes per line, ``sector`` bytes per sector and ``assoc`` ways
 has ``sets = size / (line * assoc)``. Line ``L = addr // line`` lives in set ``L mod sets`` and is

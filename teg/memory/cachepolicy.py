@@ -2,13 +2,13 @@
 modifiers.
 
 * **Stores** write through L1 and do not allocate in it; **atomics and reductions** (ATOM, ATOMG,
-  RED, REDG) resolve in L2 (Accel-Sim ``trace_driven.cc`` sets ``CACHE_GLOBAL`` for every atomic,
-  "all the atomics should be done at L2"; nvidia_timing_facts.md / accelsim_trace_format.md §7).
+  RED, REDG) resolve in L2 (Accel-Sim's ``gpu-simulator/trace-driven/trace_driven.cc`` sets ``CACHE_GLOBAL`` for every
+  atomic, "all the atomics should be done at L2").
 * **Loads** bypass L1 when their modifiers say so:
 
   - ``STRONG`` + ``GPU`` (sm_70+): ``ld.global.cg``, ``ld.relaxed.gpu``, ``ld.acquire.gpu``
     (ptxas 13.0 emits ``LDG.E.STRONG.GPU`` for all three; Accel-Sim bypasses L1 for
-    ``LDG``/``LDL`` with ``STRONG`` and ``GPU``, accelsim_trace_format.md §7);
+    ``LDG``/``LDL`` with ``STRONG`` and ``GPU``, ``trace_driven.cc``);
   - ``STRONG`` + ``SYS`` (sm_70+): ``ld.volatile``, ``ld.global.cv``, ``ld.relaxed.sys``
     (ptxas 13.0 emits ``LDG.E.STRONG.SYS``); PTX ISA "Cache operators": ``.cv`` = "don't cache
     and fetch again", and a GPU/system-scope strong load cannot be served by the SM's L1, which

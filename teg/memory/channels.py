@@ -1,4 +1,5 @@
-"""DRAM channel of a transaction address (TEG §3.3.5 channel skew; nvidia_timing_facts.md §4.3).
+"""DRAM channel of a transaction address (TEG §3.3.5 channel skew; the hashed maps after
+GPGPU-Sim's ``src/gpgpu-sim/addrdec.cc`` and ``hashing.cc``).
 
 The address is cut into ``interleave``-byte chunks ``g = addr // interleave``; the chunk is mapped
 to one of ``channels`` channels by

@@ -3,8 +3,9 @@ order with its SASS text, executions, the warps' average wait before issuing it 
 and the stall cycles the breakdown charged while the SM waited on it, with their share of all stall
 cycles; loops are marked.
 
-Two measures, both from one run that recorded them (``Options(record_instructions=True)``,
-:mod:`teg.engine.records`):
+Two measures, both from one run that recorded them (the lowered input passed through
+``teg.engine.records.with_records(inp, instructions=True)``, as ``teg estimate --view instructions``
+does; layouts in :mod:`teg.engine.records`):
 
 * **wait before issue** — per execution, the cycles between the instruction becoming a warp's next
   one and its issue, cut into causes (a latency a warp sees; with many warps most of it is hidden);
@@ -24,7 +25,7 @@ import numpy as np
 
 from teg import TegError
 from teg.engine.codes import CAUSE_NAMES, ISSUE, NO_WARP
-from teg.engine.input import EngineInput
+from teg.engine.lowered import EngineInput
 from teg.engine.records import PC_STALL, PC_WAIT
 from teg.engine.result import Result
 
@@ -47,11 +48,11 @@ def parse_views(text: str) -> tuple[str, ...]:
 def back_edges(inp: EngineInput, pcs: np.ndarray) -> list[tuple[int, int]]:
     """The loops the run took: ``(head pc, back-edge pc)`` pairs, sorted, one per distinct pair —
     consecutive rows of a warp whose PC does not increase."""
-    pc = np.asarray(pcs, np.int64)[inp.r_sidx]
+    pc = np.asarray(pcs, np.int64)[inp.rows.r_sidx]
     if pc.shape[0] < 2:
         return []
     inner = np.ones(pc.shape[0] - 1, bool)
-    ends = (inp.c_end - 1)[inp.c_end > inp.c_start]
+    ends = (inp.grid.c_end - 1)[inp.grid.c_end > inp.grid.c_start]
     inner[ends[ends < pc.shape[0] - 1]] = False          # row i and i+1 of different warps
     back = np.nonzero(inner & (pc[1:] <= pc[:-1]))[0]
     return sorted(set(zip(pc[back + 1].tolist(), pc[back].tolist())))

@@ -30,7 +30,7 @@ import numpy as np
 
 from teg import TegError
 from teg.engine.codes import CAUSE_NAMES, MEM_SHARED, SCHEDULER
-from teg.engine.input import I_SCHED, I_SW_BANK, EngineInput
+from teg.engine.lowered import EngineInput
 from teg.engine.records import (TL_C1, TL_C2, TL_C3, TL_COPY, TL_END1, TL_END2, TL_END3, TL_ISSUE,
                                 TL_SCHED, TL_SINCE, TX_CH_ARRIVE, TX_CH_END, TX_CH_START, TX_CHAN,
                                 TX_SL_ARRIVE, TX_SL_END, TX_SL_START, TX_SLICE)
@@ -137,9 +137,9 @@ class _Events:
 
 def _row_context(inp: EngineInput) -> np.ndarray:
     """The warp context of every dynamic row (-1: a row no simulated warp runs)."""
-    lens = inp.c_end - inp.c_start
+    lens = inp.grid.c_end - inp.grid.c_start
     first = np.repeat(np.cumsum(lens) - lens, lens)
-    rows = np.arange(int(lens.sum())) - first + np.repeat(inp.c_start, lens)
+    rows = np.arange(int(lens.sum())) - first + np.repeat(inp.grid.c_start, lens)
     out = np.full(inp.num_rows, -1, np.int64)
     out[rows] = np.repeat(np.arange(lens.shape[0]), lens)
     return out
@@ -177,8 +177,8 @@ def _unit_tracks(keys: np.ndarray) -> tuple[list, np.ndarray]:
 def _row_wavefronts(inp: EngineInput) -> np.ndarray:
     """Shared-memory wavefronts each row occupied its unit for (1 for other rows), as the engine
     counts them with the run's bank-conflict switch."""
-    shared = inp.s_mem[inp.r_sidx] == MEM_SHARED
-    w = inp.r_wave if inp.ipar[I_SW_BANK] else inp.r_wave_min
+    shared = inp.static.s_mem[inp.rows.r_sidx] == MEM_SHARED
+    w = inp.rows.r_wave if inp.scalars.bank_conflicts else inp.rows.r_wave_min
     return np.where(shared, np.maximum(w, 1), 1)
 
 
@@ -223,7 +223,7 @@ def check_timeline_size(inp: EngineInput, window: Window, max_events: int = MAX_
 def _issued_rows(rec: np.ndarray, inp: EngineInput, ops: list[str], S: int) -> _Rows:
     rows = np.nonzero(rec[:, TL_ISSUE] >= 0)[0]
     g = rec[rows, TL_SCHED].astype(np.int64)
-    sidx = inp.r_sidx[rows]
+    sidx = inp.rows.r_sidx[rows]
     return _Rows(rows=rows, sched=g, sm=g // S, ctx=_row_context(inp)[rows], sidx=sidx, issue=rec[rows, TL_ISSUE],
                  opname=np.asarray(ops, dtype=object)[sidx])
 
@@ -247,9 +247,9 @@ def _unit_events(ev: _Events, rec: np.ndarray, r: _Rows, inp: EngineInput, windo
     """Per functional-unit copy (of a scheduler, or of the SM for units its schedulers share): the
     spans it was occupied. Returns the tracks made as ``[((sm, owner, unit, copy), tid)]``."""
     copy = rec[r.rows, TL_COPY].astype(np.int64)
-    unit = inp.s_unit[r.sidx].astype(np.int64)
-    owner = np.where(inp.u_per_sm[unit] != 0, S, r.sched % S)       # S stands for "the SM"
-    busy_end = r.issue + inp.s_occ[r.sidx] * _row_wavefronts(inp)[r.rows]
+    unit = inp.static.s_unit[r.sidx].astype(np.int64)
+    owner = np.where(inp.static.u_per_sm[unit] != 0, S, r.sched % S)       # S stands for "the SM"
+    busy_end = r.issue + inp.static.s_occ[r.sidx] * _row_wavefronts(inp)[r.rows]
     a, b, keep = window.clip(r.issue, busy_end)
     keep &= copy >= 0
     tracks, tids = _unit_tracks(np.column_stack([r.sm, owner, unit, copy])[keep])
@@ -259,7 +259,7 @@ def _unit_events(ev: _Events, rec: np.ndarray, r: _Rows, inp: EngineInput, windo
 
 def _block_events(ev: _Events, rec: np.ndarray, r: _Rows, inp: EngineInput, window: Window) -> None:
     """Per block on its SM's ``blocks`` track: launch (its first wait begins) and exit (its last issue)."""
-    blk = inp.c_block[r.ctx]
+    blk = inp.grid.c_block[r.ctx]
     n = int(blk.max()) + 1 if blk.size else 0
     launch = np.full(n, np.inf)
     np.minimum.at(launch, blk, rec[r.rows, TL_SINCE])
@@ -282,7 +282,7 @@ def _track_names(ev: _Events, r: _Rows, inp: EngineInput, kernel, units: list[st
     for (sm, own, u, c), tid in unit_tracks:
         ev.name(sm, tid, f"{'SM' if own == S else f'sched {own}'} {units[u]} copy {c}", tid)
     for sm, c in sorted(set(zip(r.sm.tolist(), r.ctx.tolist()))):
-        ev.name(sm, TID_WARP + c, f"warp {c} (block {int(inp.c_block[c])})", TID_WARP + c)
+        ev.name(sm, TID_WARP + c, f"warp {c} (block {int(inp.grid.c_block[c])})", TID_WARP + c)
     for pid, label, tids in mem_tracks:
         ev.name(pid, None, label, pid)
         for tid in tids:
@@ -300,8 +300,8 @@ def trace_events(result: Result, inp: EngineInput, window: Window = Window(), op
                             "teg.engine.records.with_records(inp, timeline=True))")
     meta = result.meta
     ops = list(meta.get("opcodes") or [f"#{s}" for s in range(inp.num_static)])
-    units = list(meta.get("units") or [f"unit{u}" for u in range(inp.u_occ.shape[0])])
-    S = int(inp.ipar[I_SCHED])
+    units = list(meta.get("units") or [f"unit{u}" for u in range(inp.static.u_occ.shape[0])])
+    S = inp.scalars.schedulers
     ev = _Events(max_events)
     ev._room(2 * _issued_in(rec, window))     # each issue in the window: an instant and a span, before any array
     r = _issued_rows(rec, inp, ops, S)
@@ -322,7 +322,7 @@ def _memory_events(ev: _Events, tx: np.ndarray | None, inp: EngineInput, window:
     as ``(pid, label, sorted tids)``."""
     if tx is None or tx.shape[0] == 0:
         return []
-    row_of = np.searchsorted(inp.r_tx_start, np.arange(tx.shape[0]), side="right") - 1
+    row_of = np.searchsorted(inp.rows.r_tx_start, np.arange(tx.shape[0]), side="right") - 1
     tracks = []
     levels = ((PID_L2, "L2", (TX_SLICE, TX_SL_ARRIVE, TX_SL_START, TX_SL_END)),
               (PID_DRAM, "DRAM", (TX_CHAN, TX_CH_ARRIVE, TX_CH_START, TX_CH_END)))
@@ -332,11 +332,11 @@ def _memory_events(ev: _Events, tx: np.ndarray | None, inp: EngineInput, window:
             continue
         where = tx[sel, col].astype(np.int64)
         arrive, start, end = tx[sel, c_arrive], tx[sel, c_start], tx[sel, c_end]
-        names = np.where(inp.s_store[inp.r_sidx[row_of[sel]]] == 2, "write", "read")
-        nbytes = inp.tx_bytes[sel]
+        names = np.where(inp.static.s_store[inp.rows.r_sidx[row_of[sel]]] == 2, "write", "read")
+        nbytes = inp.rows.tx_bytes[sel]
         a, b, keep = window.clip(start, np.maximum(end, start + 1e-3))
         ev.spans(pid, where[keep], [f"{n} {int(x)} B" for n, x in zip(names[keep], nbytes[keep])], a[keep], b[keep],
-                 args=lambda i, r=row_of[sel][keep], ad=inp.tx_addr[sel][keep], ar=arrive[keep]:
+                 args=lambda i, r=row_of[sel][keep], ad=inp.rows.tx_addr[sel][keep], ar=arrive[keep]:
                  {"row": int(r[i]), "address": hex(int(ad[i])), "arrived": float(ar[i])})
         for w in np.unique(where):
             q = where == w

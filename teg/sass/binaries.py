@@ -72,6 +72,10 @@ def find_tool(name: str) -> Path:
     on_path = shutil.which(name)
     if on_path:
         return Path(on_path)
+    for d in candidate_dirs():         # the wheels' file lists (slow to read: 0.1 s) only if needed
+        exe = d / name
+        if exe.is_file() and os.access(exe, os.X_OK):
+            return exe
     dirs = candidate_dirs(name)
     for d in dirs:
         exe = d / name

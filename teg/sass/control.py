@@ -1,4 +1,6 @@
-"""Decode SASS scheduling control information (nvidia_timing_facts.md §1).
+"""Decode SASS scheduling control information (Jia, Maggioni, Staiger,
+Scarpazza, *Dissecting the NVIDIA Volta GPU Architecture via Microbenchmarking*, arXiv:1804.06826,
+§2; the NervanaSystems/maxas wiki "Control-Codes" for sm_5x/6x).
 
 One 21-bit field per instruction, the same layout on Maxwell/Pascal and on Volta and later:
 

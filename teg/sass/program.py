@@ -65,7 +65,8 @@ class Operand:
 
 @dataclass(frozen=True, slots=True)
 class Control:
-    """Scheduling control information decoded from the encoding (sm_50+; nvidia_timing_facts.md §1).
+    """Scheduling control information decoded from the encoding (sm_50+; the layout and its sources in
+    :mod:`teg.sass.control`).
 
     ``stall`` cycles before the warp may issue again, ``yield_`` the raw yield bit, ``wbar`` / ``rbar``
     write/read dependency-barrier index (7 = none), ``wait`` the 6-bit wait mask, ``reuse`` the 4 reuse

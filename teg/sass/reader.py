@@ -4,10 +4,13 @@ a CUDA binary (cubin/ELF, fatbin, or an executable with embedded kernels) is fir
 
 from __future__ import annotations
 
+import hashlib
+import os
 import sys
+import tempfile
 from pathlib import Path
 
-from teg.sass.binaries import run_tool
+from teg.sass.binaries import find_tool, run_tool
 from teg.sass.errors import DisassemblyError, SassParseError
 from teg.sass.parser import parse_text
 from teg.sass.program import Program
@@ -24,12 +27,57 @@ def is_binary(head: bytes) -> bool:
     return head.startswith((ELF_MAGIC, FATBIN_MAGIC)) or b"\x00" in head
 
 
-def disassemble(path: str | Path) -> str:
-    """``cuobjdump -sass PATH`` output; raises DisassemblyError when cuobjdump rejects the file."""
+def disassembly_cache_dir() -> Path:
+    """Where listings are kept: ``$TEG_CACHE_DIR/sass`` (``~`` expanded), else
+    ``$XDG_CACHE_HOME/teg/sass``, else ``~/.cache/teg/sass``."""
+    env = os.environ.get("TEG_CACHE_DIR")
+    if env:
+        return Path(os.path.abspath(os.path.expanduser(env))) / "sass"
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path(os.path.expanduser("~")) / ".cache"
+    return base / "teg" / "sass"
+
+
+def _disassembly_key(data: bytes) -> str:
+    """SHA-256 of the binary's bytes and of the cuobjdump that disassembles it (its path, size and
+    modification time: another CUDA version prints other text)."""
+    exe = find_tool("cuobjdump")
+    st = exe.stat()
+    h = hashlib.sha256(f"teg-sass-cache|1|{exe}|{st.st_size}|{st.st_mtime_ns}|".encode())
+    h.update(data)
+    return h.hexdigest()
+
+
+def disassemble(path: str | Path, data: bytes | None = None) -> str:
+    """``cuobjdump -sass PATH`` output; raises DisassemblyError when cuobjdump rejects the file.
+
+    The listing is cached by the binary's content (:func:`_disassembly_key`) under
+    :func:`disassembly_cache_dir` — cuobjdump takes 0.1–1 s per cubin, a whole program's modules
+    are disassembled again on every run. A cache that cannot be read or written is not used (the
+    listing comes from cuobjdump); a rejected file is never cached."""
+    data = Path(path).read_bytes() if data is None else data
+    key = _disassembly_key(data)
+    entry = disassembly_cache_dir() / key[:2] / f"{key}.sass"
+    try:
+        return entry.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        pass
     proc = run_tool("cuobjdump", ["-sass", str(path)])
     if proc.returncode != 0:
         msg = (proc.stderr or proc.stdout).strip().splitlines()
         raise DisassemblyError(f"cuobjdump could not disassemble {path}: {msg[0] if msg else 'exit %d' % proc.returncode}")
+    try:
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".sass-", dir=entry.parent)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(proc.stdout.encode("utf-8"))
+            os.replace(tmp, entry)        # readers see the whole listing or none
+        except OSError:
+            os.unlink(tmp)
+            raise
+    except OSError:
+        pass
     return proc.stdout
 
 
@@ -50,7 +98,7 @@ def parse_file(path: str | Path, demangle: bool = True) -> list[Program]:
         check_regular(path, MAX_SASS_BYTES, "SASS listing or CUDA binary")
         data = path.read_bytes()
         if is_binary(data[:_SNIFF]):
-            programs = parse_text(disassemble(path), source=f"{path} (cuobjdump -sass)", demangle=demangle)
+            programs = parse_text(disassemble(path, data), source=f"{path} (cuobjdump -sass)", demangle=demangle)
             if not programs:
                 raise DisassemblyError(f"no SASS kernels in {path} (a host-only binary, or PTX only?)")
             return programs

@@ -13,7 +13,8 @@ Entries (all named so that nothing else in the folder is mistaken for one):
   versions, teg's version, the kernel list's content and every kernel file's name and content
   (:mod:`teg.trace.digest`: full content, memoized by a fingerprint that an edit always changes);
   a same-size edit under the same modification time (``cp -p``, ``rsync -t``) is a new key.
-* ``npz-KEY`` — compressed members of a ``.npz`` inflated once (KEY: the archive's content).
+* ``npz-KEY`` — compressed members of a ``.npz``, and long compact kernels of a native trace, decoded
+  once (KEY: the archive's content, or that of a trace folder's ``.frames`` files; :class:`Spill`).
 * ``digests/`` — the digest memo.
 * ``.NAME.partial-PID-TOKEN`` — a conversion in progress (its writer holds a lock on it) or left
   by a killed one (:mod:`teg.fileio`).
@@ -198,9 +199,11 @@ def load_temporary(src: Path, progress: bool = False):
 
 
 class Spill:
-    """Where the compressed members of one ``.npz`` are inflated (``npz-KEY`` in the cache, held
-    with a shared lock while members are mapped; a temporary folder when the cache cannot be used,
-    removed by :meth:`close`). Created on first use: a stored archive never needs one."""
+    """Where the compressed members of one ``.npz``, and the long compact kernels of a native trace
+    (``.npz`` or folder), are decoded (``npz-KEY`` in the cache, KEY the content of the archive or
+    of the folder's ``.frames`` files; held with a shared lock while members are mapped; a
+    temporary folder when the cache cannot be used, removed by :meth:`close`). Created on first
+    use: a stored archive of ``.npy`` columns, or a short trace, never needs one."""
 
     def __init__(self, archive: Path):
         self.archive = Path(archive)
@@ -214,12 +217,21 @@ class Spill:
             if root is None:
                 self.path, self.temporary = Path(tempfile.mkdtemp(prefix="teg-npz-")), True
             else:
-                self.path = root / ("npz-" + digest.file_digest(self.archive, root)[:32])
-                self.path.mkdir(exist_ok=True)
+                self.path = root / ("npz-" + self._content_key(root)[:32])
+                self.path.mkdir(parents=True, exist_ok=True)     # (the root may have gone since it was checked)
                 if not (self.path / fileio.MARKER).exists():
                     fileio.mark_folder(self.path, SPILL_KIND)
                 self.fd, _ = fileio.open_lock(self.path, exclusive=False, wait=True)
         return self.path
+
+    def _content_key(self, root: Path) -> str:
+        """The archive's digest; of a folder, SHA-256 over its ``.frames`` files' names and digests."""
+        if not self.archive.is_dir():
+            return digest.file_digest(self.archive, root)
+        h = hashlib.sha256(b"teg-frames")
+        for f in sorted(self.archive.glob("*/*.frames")):
+            h.update(b"|" + os.fsencode(f.relative_to(self.archive)) + b"|" + digest.file_digest(f, root).encode())
+        return h.hexdigest()
 
     def close(self) -> None:
         fileio.close_fd(self.fd)

@@ -5,7 +5,8 @@ Definitions:
 * *active lanes* of a row = popcount(mask); the average is over all rows;
 * *sectors per request* (transactions per request) of a global memory row with ≥1 active lane =
   number of distinct 32-byte sectors ``[a // 32, (a + width - 1) // 32]`` over its active lanes'
-  addresses ``a`` (the sector-based coalescing rule of sm_70+; nvidia_timing_facts.md §4);
+  addresses ``a`` (the sector-based coalescing rule of sm_70+: CUDA C++ Best Practices
+  Guide, "Coalesced Access to Global Memory", one 32-byte transaction per sector touched);
 * *global requests* (Nsight Compute's ``GMEM read/write requests``) = global memory rows with ≥1
   active lane, split into loads, stores and atomics by the opcode's kind;
 * memory *space* and *unit class* come from the machine table's opcode classification

@@ -310,7 +310,9 @@ def write(doc: dict, path: str | os.PathLike, measured_path: str, force: bool = 
         fh.write(table_text(doc, measured_path).encode("utf-8"))
         fh.flush()
         if check is not None:
-            check(Path(fh.name))
+            # absolute, so that a loader taking names or paths reads the temporary file as a path
+            # even when the output is a bare file name in the working folder
+            check(Path(fh.name).absolute())
 
 
 def calibrate(measured: dict, base: str, output: str | os.PathLike, name: str | None = None,

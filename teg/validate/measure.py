@@ -50,7 +50,8 @@ class LaunchCycles:
 def reduce_records(records: np.ndarray) -> LaunchCycles:
     """Per-SM elapsed cycles from block records ``[G, 4] = (start, end, smid, 0)``.
 
-    Counters of different SMs are unrelated (nvidia_timing_facts.md §5), so a span is only taken
+    Counters of different SMs are unrelated (CUDA C++ Programming Guide, "Time Function":
+    ``clock64()`` reads a per-multiprocessor counter), so a span is only taken
     within one SM: ``max(end) − min(start)`` over the blocks that ran there."""
     rec = np.asarray(records, dtype=np.uint64).reshape(-1, suite_mod.TIMING_WORDS)
     if rec.shape[0] == 0:

@@ -7,8 +7,9 @@
 //   p0, p1 : integer case parameters (strides, offsets, iteration counts, ...)
 //   a, b   : floating-point operands of arithmetic chains
 //
-// Method (TEG report §3.2.1, nvidia_timing_facts.md §5): a block synchronises, thread 0 reads the
-// per-SM cycle counter (%clock64, CS2R on sm_70+), the block runs the measured region, every thread
+// Method (TEG report §3.2.1; CUDA C++ Programming Guide, "Time Function": clock64() reads a
+// per-multiprocessor counter): a block synchronises, thread 0 reads the per-SM cycle counter
+// (%clock64, CS2R on sm_70+), the block runs the measured region, every thread
 // stores its result to volatile shared memory — the store cannot issue before the result register
 // is written, so the end read cannot be hoisted above the work — the block synchronises again and
 // thread 0 reads the counter and %smid and writes the record. Counters of different SMs are not

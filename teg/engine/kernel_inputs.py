@@ -1,12 +1,19 @@
-"""Resolve the user's inputs (``--sass FILE``, ``--trace PATH``, ``--kernel NAME``,
-``--machine NAME|FILE.yaml``) into a Program, a KernelTrace and a Machine."""
+"""The inputs of one kernel: the user's ``--sass FILE``, ``--trace PATH``, ``--kernel NAME`` and
+``--machine NAME|FILE.yaml`` (paths or objects) resolved into a Program, a KernelTrace and a
+Machine (:class:`KernelInputs`, :func:`load_inputs`)."""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from teg import TegError
+
+if TYPE_CHECKING:
+    from teg.machine import Machine
+    from teg.sass import Program
+    from teg.trace import KernelTrace
 
 
 class InputError(TegError):
@@ -14,10 +21,12 @@ class InputError(TegError):
 
 
 @dataclass
-class Inputs:
-    program: object | None
-    kernel_trace: object | None
-    machine: object
+class KernelInputs:
+    """One kernel's SASS and/or trace and the machine to time it on (with the paths they came from)."""
+
+    program: Program | None
+    kernel_trace: KernelTrace | None
+    machine: Machine
     sass_path: str | None = None
     trace_path: str | None = None
 
@@ -41,7 +50,7 @@ def _pick_program(programs, name: str | None, source: str):
     raise InputError(f"{source}: {name!r} matches several kernels: {', '.join(p.name for p in part)}")
 
 
-def load_inputs(sass=None, trace=None, machine=None, kernel: str | None = None) -> Inputs:
+def load_inputs(sass=None, trace=None, machine=None, kernel: str | None = None) -> KernelInputs:
     """``sass``: path or :class:`~teg.sass.Program`; ``trace``: path, :class:`~teg.trace.Trace` or
     :class:`~teg.trace.KernelTrace`; ``machine``: table name, YAML path or
     :class:`~teg.machine.Machine` (default: the table the trace's binary version or the SASS
@@ -86,6 +95,6 @@ def load_inputs(sass=None, trace=None, machine=None, kernel: str | None = None) 
             raise InputError("no machine given and none can be suggested (no binary version in the trace, no "
                              "SASS target); pass --machine NAME")
         machine = tm.for_arch(sm)
-    if not hasattr(machine, "classify"):
+    if not isinstance(machine, tm.Machine):
         machine = tm.load(machine)
-    return Inputs(program=program, kernel_trace=kt, machine=machine, sass_path=sass_path, trace_path=trace_path)
+    return KernelInputs(program=program, kernel_trace=kt, machine=machine, sass_path=sass_path, trace_path=trace_path)

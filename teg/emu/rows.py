@@ -1,0 +1,79 @@
+"""From the rows the interpreter records (warp, instruction, mask, address count per row, and the
+addresses) to trace columns: one jitted pass that groups the rows by warp and expands each row's
+static columns (PC, opcode, registers, width, immediate) from its instruction.
+
+Grouping is a counting sort over the warps the rows belong to (stable: each warp's rows keep
+their execution order), O(rows + warps); the addresses of a row move with it. It holds no GIL,
+so the worker threads of a launch expand their own blocks' rows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True, nogil=True)
+def expand(rw, ri, rm, rna, addrs, nw, ins_addr, opc, dst, src, mem_width, imm):
+    """``(warp, block, pc, opcode, mask, dst, src, mem_width, imm, n_addr, addresses)`` of the rows
+    ``rw/ri/rm/rna`` (warp, instruction, mask, address count) with ``addrs`` the rows' addresses
+    in recording order, grouped by warp (``nw`` warps per block)."""
+    n = rw.shape[0]
+    wlo = 0
+    whi = -1
+    if n:
+        wlo = rw[0]
+        whi = rw[0]
+        for i in range(n):
+            w = rw[i]
+            if w < wlo:
+                wlo = w
+            if w > whi:
+                whi = w
+    nb = whi - wlo + 1
+    rstart = np.zeros(nb + 1, np.int64)       # first output row of each warp
+    astart = np.zeros(nb + 1, np.int64)       # first output address of each warp
+    for i in range(n):
+        k = rw[i] - wlo
+        rstart[k + 1] += 1
+        astart[k + 1] += rna[i]
+    for k in range(nb):
+        rstart[k + 1] += rstart[k]
+        astart[k + 1] += astart[k]
+    total = astart[nb]
+    warp = np.empty(n, np.int32)
+    block = np.empty(n, np.int32)
+    pc = np.empty(n, np.int64)
+    opcode = np.empty(n, np.int32)
+    mask = np.empty(n, np.uint32)
+    d = np.empty((n, dst.shape[1]), np.int16)
+    s = np.empty((n, src.shape[1]), np.int16)
+    mw = np.empty(n, np.int16)
+    im = np.empty(n, np.int64)
+    na = np.empty(n, np.int64)
+    out = np.empty(total, np.uint64)
+    a_in = 0
+    for i in range(n):
+        k = rw[i] - wlo
+        j = rstart[k]
+        rstart[k] = j + 1
+        ins = ri[i]
+        warp[j] = rw[i]
+        block[j] = rw[i] // nw
+        pc[j] = ins_addr[ins]
+        opcode[j] = opc[ins]
+        mask[j] = rm[i]
+        for c in range(dst.shape[1]):
+            d[j, c] = dst[ins, c]
+        for c in range(src.shape[1]):
+            s[j, c] = src[ins, c]
+        mw[j] = mem_width[ins]
+        im[j] = imm[ins]
+        c_n = rna[i]
+        na[j] = c_n
+        a_out = astart[k]
+        for q in range(c_n):
+            out[a_out + q] = addrs[a_in + q]
+        astart[k] = a_out + c_n
+        a_in += c_n
+    return warp, block, pc, opcode, mask, d, s, mw, im, na, out
