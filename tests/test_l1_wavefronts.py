@@ -107,3 +107,75 @@ def _strided_trace_input(m, sms=1):
         addresses=np.arange(32, dtype=np.uint64) * 16384 + 0x100000, warp_start=np.array([0, 1], np.int64),
         warp_block=np.zeros(1, np.int32), block_xyz=np.zeros((1, 3), np.int32))
     return lower(None, kt, m, Options(sms=sms))
+
+
+# ---- the tag stage and the banked data stage (memory.l1.tags_per_cycle) -------------------------
+
+def test_tag_bank_wavefronts_by_hand():
+    """``min(lines, max(ceil(lines / 4), ceil(sectors / 4), banks))`` per row: a coalesced float
+    load (1 line, 4 sectors, 1 bank wavefront) 1; 32 rows 16 kB apart (32 lines, 32 sectors, every
+    lane in bank 0: 32 words in one bank) 32; lanes 168 B apart (32 lines, 32 sectors; word 42 l
+    is in bank 10 l mod 32, two lanes per bank) max(8, 8, 2) = 8; a float load misaligned by a
+    word (2 lines, 5 sectors, 1) max(1, 2, 1) = 2, as one line per wavefront; a broadcast double
+    (1 line, 1 sector, 2 half-warp phases) min(1, 2) = 1; no access 0."""
+    from teg.memory.coalesce import tag_bank_wavefronts
+    w = tag_bank_wavefronts([1, 32, 32, 2, 1, 0], [4, 32, 32, 5, 1, 0], [1, 32, 2, 1, 2, 0], 4, 4)
+    assert w.tolist() == [1, 32, 8, 2, 1, 0]
+
+
+def _lanes_trace_input(m, stride, options=None):
+    """One warp, one ``LDG.E`` whose lane l reads byte ``stride * l`` of a buffer (a trace with
+    addresses), lowered on one SM."""
+    from teg.trace import KernelInfo, KernelTrace
+    from teg.trace.model import MAX_TRACE_DST, MAX_TRACE_SRC
+
+    dst = np.full((1, MAX_TRACE_DST), -1, np.int16)
+    dst[0, 0] = 4
+    src = np.full((1, MAX_TRACE_SRC), -1, np.int16)
+    src[0, 0] = 2
+    kt = KernelTrace(
+        info=KernelInfo(name="lanes", grid=(1, 1, 1), block=(32, 1, 1), binary_version=70),
+        opcodes=["LDG.E"], warp=np.zeros(1, np.int32), block=np.zeros(1, np.int32), pc=np.zeros(1, np.int64),
+        opcode=np.zeros(1, np.int32), mask=np.full(1, 0xFFFFFFFF, np.uint32), dst=dst, src=src,
+        mem_width=np.full(1, 4, np.int16), imm=np.zeros(1, np.int64), addr_start=np.array([0, 32], np.int64),
+        addresses=np.arange(32, dtype=np.uint64) * np.uint64(stride) + np.uint64(0x100000),
+        warp_start=np.array([0, 1], np.int64), warp_block=np.zeros(1, np.int32), block_xyz=np.zeros((1, 3), np.int32))
+    return lower(None, kt, m, options or Options(sms=1))
+
+
+def test_lowering_takes_the_tag_stage_and_bank_wavefronts():
+    """sm_70 (4 tags per cycle): lanes 168 B apart (an array of 42-float structures, Hopping_Matrix
+    AoS) touch 32 lines in 16 banks, two words each: 8 wavefronts (tag-bound), 1 when packed (128 B);
+    lanes 132 B apart (33 words: every lane its own bank; byte 132 l is in line l, l < 32) touch 32
+    lines and 32 sectors: 8; lanes 16 kB apart stay at 32 (all in bank 0); lanes 4 B apart 1;
+    lanes 8 B apart (2 lines, 8 sectors; lanes l and l + 16 share a bank) 2. Without the tag-stage rate
+    (a table that does not give it) every line is a wavefront: 32."""
+    import dataclasses
+    m = load_machine("sm_70")
+    assert m.memory.l1.tags_per_cycle == 4
+    waves = {s: int(_lanes_trace_input(m, s).rows.r_wave[0]) for s in (168, 132, 16384, 4, 8)}
+    assert waves == {168: 8, 132: 8, 16384: 32, 4: 1, 8: 2}
+    assert int(_lanes_trace_input(m, 168).rows.r_wave_min[0]) == 1
+    old = dataclasses.replace(m, memory=dataclasses.replace(m.memory, l1=dataclasses.replace(m.memory.l1,
+                                                                                            tags_per_cycle=0)))
+    assert {s: int(_lanes_trace_input(old, s).rows.r_wave[0]) for s in (168, 132)} == {168: 32, 132: 32}
+
+
+def test_an_8_wavefront_access_holds_the_memory_pipe_8_cycles():
+    """The AoS load above (8 wavefronts, packed 1) for two warps on one scheduler, L1 hits: warp
+    0's load issues at 0 and holds the memory pipe for cycles 0-7, its data at 0 + 28 + 7 = 35, its
+    consumer issues then; warp 1's load issues at 8, data at 8 + 35 = 43, the kernel ends at 44
+    (one line per wavefront: 32 cycles each, the kernel at 92, as above). Removing coalescing (1
+    wavefront) never adds cycles."""
+    tx = [[(i * 168 // 128 * 128, 32, 0) for i in range(32)], []]
+
+    def inp(switches=None):
+        return make_input(lat_exec=[0, 1], lat_multi=[1, 1], lat_same=[1, 1], unit=[0, 1], units_occ=(1.0, 1.0),
+                          units_count=(1, 1), units_per_sm=(1, 0), dst=[[4], [5]], src=[[], [4]],
+                          mem=[MEM_GLOBAL, 0], depcause=[DEP_GLOBAL, INT], rows_per_warp=[[0, 1], [0, 1]],
+                          tx=tx * 2, r_wave=[8, 0, 8, 0], r_wave_min=[1, 0, 1, 0], l1=L1, wavefront_cycles=1.0,
+                          switches={"l1_misses": False, **(switches or {})})
+    r = run(inp())
+    assert r.timeline.tolist() == [0, 35, 8, 43]
+    assert r.cycles == 44
+    assert run(inp({"coalescing": False})).cycles <= r.cycles

@@ -45,7 +45,7 @@ from teg.machine.model import Machine, OpInfo
 from teg.memory.cache import cache_geometry
 from teg.memory.cachepolicy import bypasses_l1
 from teg.memory.channels import channel_of
-from teg.memory.coalesce import cc13_transactions, line_wavefronts, sector_transactions
+from teg.memory.coalesce import cc13_transactions, line_wavefronts, sector_transactions, tag_bank_wavefronts
 from teg.memory.shared import shared_wavefronts
 from teg.sass.effects import ASYNC_COMMIT_OPS, ASYNC_COPY_OPS
 
@@ -532,13 +532,23 @@ def lower(program, kernel_trace, machine: Machine, options: Options | None = Non
     else:
         tx_start, tx_addr, tx_bytes, tx_min, tx_min_bytes = sector_transactions(
             addr_start, addresses, mask, width, is_global, gm.segment_bytes[0], machine.warp_size, counted=counted)
-    del addresses, mask, width
     if gm.coalescing == "sector" and gm.l1 is not None:
-        # every global access passes the unified L1's data stage one cache line per cycle
+        # every global access passes the unified L1's data stage: one cache line per cycle, or,
+        # where the table gives the tag stage's rate, its tag lookups, its sectors (128 B per
+        # cycle) or its lanes' bank conflicts, whichever takes longest
         g_wave, g_wave_min = line_wavefronts(tx_start, tx_addr, tx_min_bytes, gm.l1.line_bytes)
+        if gm.l1.tags_per_cycle > 0 and is_global.any():
+            b_wave = np.zeros(N, np.int32)
+            shared_wavefronts(addr_start, np.asarray(addresses, np.uint64), mask, width, is_global, sh.banks,
+                              sh.bank_bytes, sh.phase_lanes, machine.warp_size, b_wave, np.zeros(N, np.int32))
+            g_wave = tag_bank_wavefronts(g_wave, np.diff(tx_start), b_wave, gm.l1.tags_per_cycle,
+                                         gm.l1.line_bytes // gm.l1.sector_bytes)
+            g_wave_min = np.minimum(g_wave_min, g_wave)
+            del b_wave
         r_wave[is_global] = g_wave[is_global]
         r_wave_min[is_global] = g_wave_min[is_global]
         del g_wave, g_wave_min
+    del addresses, mask, width
     # DRAM channel of every global transaction; their per-channel counts are the load behind the
     # "no channel skew" service scale (EngineInput.chan_scale, derived by the core from tx_chan)
     tx_chan = channel_of(tx_addr, gm.channels, gm.interleave_bytes, gm.channel_hash)
@@ -591,7 +601,8 @@ def lower(program, kernel_trace, machine: Machine, options: Options | None = Non
         # the whole GPU: one L2 per partition (near/far, each SM with a near one) and its slices'
         # bandwidth; sampled SMs or a sweep: their share of one L2, no partitions or slice limits
         parts = gm.l2_partitions if whole_gpu else 1
-        l2_size = max(int(gm.l2.size_bytes * share / parts), gm.l2.line_bytes)
+        l2_frac = share if options.l2_share is None else float(options.l2_share)
+        l2_size = max(int(gm.l2.size_bytes * l2_frac / parts), gm.l2.line_bytes)
         sc.update(l2=cache_geometry(l2_size, gm.l2.line_bytes, gm.l2.sector_bytes, gm.l2.assoc),
                   l2_hashed=gm.l2.index == "xor", l2_latency=gm.l2.latency,
                   l2_far_latency=gm.l2_far_latency if (parts > 1 and gm.l2_far_latency) else gm.l2.latency,

@@ -88,6 +88,9 @@ class Options:
     ``cudaFuncAttributePreferredSharedMemoryCarveout``, percent of the SM's shared capacity, 0–100:
     the driver takes the supported carveout nearest to it, at least one block's shared memory, and
     occupancy and the L1 follow from it; ``None``: the driver's own choice; docs/model.md §3),
+    ``l2_share`` (the fraction of the L2's capacity the simulated SMs' data may hold, 0 < x ≤ 1;
+    ``None``: their share of the busy SMs, simulated / busy — right when every SM works on data of
+    its own; a run whose SMs all read the same data, that the GPU's L2 holds once, gives 1),
     ``unknown`` (``error`` or ``alu`` for
     opcodes the machine table does not know), ``record_timeline`` (issue cycle of every row,
     the wait before it by cause, and each memory transaction's queueing: :mod:`teg.engine.records`),
@@ -116,6 +119,7 @@ class Options:
     blocks: int | None = None
     blocks_per_sm: int | None = None
     shared_carveout: float | None = None
+    l2_share: float | None = None
     unknown: str = "error"
     record_timeline: bool = False
     record_order: bool = False
@@ -138,6 +142,8 @@ class Options:
             raise OptionsError(f"blocks_per_sm={self.blocks_per_sm}: must be >= 1")
         if self.shared_carveout is not None and not 0 <= float(self.shared_carveout) <= 100:
             raise OptionsError(f"shared_carveout={self.shared_carveout}: a percentage from 0 to 100")
+        if self.l2_share is not None and not 0 < float(self.l2_share) <= 1:
+            raise OptionsError(f"l2_share={self.l2_share}: a fraction above 0 and at most 1")
 
     def without(self, *mechanisms: str) -> "Options":
         """A copy with the named mechanisms removed (``Options().without("bank_conflicts")``)."""

@@ -80,6 +80,10 @@ class Cache:
     # unified L1/shared: the shared capacities (bytes, ascending) the driver may carve out of
     # ``size_bytes`` per kernel; empty: the L1 only loses what the resident blocks allocate
     shared_carveouts: tuple[int, ...] = ()
+    # unified L1/shared (sm_70+): cache lines whose tags the L1's tag stage resolves per cycle;
+    # 0: not modelled, a global access takes one data-stage wavefront per line it touches
+    # (docs/model.md §3, "L1 wavefronts of global accesses")
+    tags_per_cycle: int = 0
 
 
 @dataclass(frozen=True)

@@ -279,7 +279,8 @@ CACHE = Section({
 # an L1 is per SM: its state is held once per simulated SM (the largest real one is 256 kB)
 # and a unified L1/shared array names the shared capacities (KB) the driver may carve out of it
 L1_CACHE = replace(CACHE, fields={**CACHE.fields, "size_bytes": Num(integer=True, positive=True, maximum=MIB),
-                                  "shared_carveouts_kb": NumList(required=False, positive=False, maximum=KIB)})
+                                  "shared_carveouts_kb": NumList(required=False, positive=False, maximum=KIB),
+                                  "tags_per_cycle": Num(integer=True, positive=True, maximum=32, required=False)})
 
 # address translation (docs/model.md §3): L1 TLB per SM, one L2 TLB, cold at kernel start
 TLB = Section({

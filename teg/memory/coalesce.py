@@ -246,3 +246,20 @@ def _line_wavefronts(start, tx_addr, min_bytes, line_bytes, wave, wave_min):
         wave[i] = n
         lo = (min_bytes[i] + line_bytes - 1) // line_bytes
         wave_min[i] = lo if lo < n else n
+
+
+
+def tag_bank_wavefronts(lines, sectors, banks, tags_per_cycle, sectors_per_wavefront):
+    """L1 data-stage wavefronts of global accesses on a unified L1/shared array whose tag stage
+    resolves ``tags_per_cycle`` cache lines per cycle (docs/model.md §3): the largest of
+    ``ceil(lines / tags_per_cycle)`` (tag lookups), ``ceil(sectors / sectors_per_wavefront)``
+    (the data stage moves one line's bytes, 128 B, per cycle) and ``banks`` (the lanes' words in
+    the 32-bank SRAM, counted as shared memory counts them: the most distinct words any bank
+    holds, per phase), but never more than ``lines`` — a wavefront reads a whole line, so one per
+    line always suffices. Arrays per row (``lines`` 0: no access, kept 0); returns int32."""
+    lines = np.asarray(lines, np.int64)
+    t = max(int(tags_per_cycle), 1)
+    spw = max(int(sectors_per_wavefront), 1)
+    lower = np.maximum(np.maximum((lines + t - 1) // t, (np.asarray(sectors, np.int64) + spw - 1) // spw),
+                       np.asarray(banks, np.int64))
+    return np.where(lines > 0, np.minimum(lines, lower), 0).astype(np.int32)

@@ -8,7 +8,9 @@ Then:
 
 * ``engine`` — :func:`teg.engine.lower` + :func:`teg.engine.run` with the ``B`` traced blocks on
   one SM (``Options(blocks=B)``, resident blocks from :func:`teg.engine.occupancy`) and the issue
-  timeline recorded; the prediction is the *measured region*: per block the issue cycles of its
+  timeline recorded (every SM's blocks index the same buffer, so when it fits the L2 the SM's
+  data see the whole L2: ``Options(l2_share=1)``, not the 1 / SMs share of SMs with data of their
+  own); the prediction is the *measured region*: per block the issue cycles of its
   first warp's two clock reads, then ``max(end) − min(start)`` over the blocks — the same
   reduction as the measurement (set-up code outside TEG_BEGIN/TEG_END, such as a chase's warm-up
   pass, still runs in the engine and warms its caches);
@@ -203,7 +205,12 @@ def predict_case(case: Case, launch: Launch, kernels: _Kernels, machine,
     try:
         occ = engine.occupancy(machine, launch.threads_per_block, kt.info.nregs, kt.info.shmem).blocks
         result["resident_blocks_per_sm"] = int(occ)
-        opts = engine.Options(blocks=b, blocks_per_sm=max(1, min(b, occ)), record_timeline=True)
+        # every SM's blocks index the same buffer, so the GPU's L2 holds at most the buffer: when it
+        # fits, the simulated SM's data find the whole L2 (not 1 / SMs of it, the default for SMs
+        # each with data of their own)
+        l2 = machine.memory.l2
+        share = 1.0 if l2 is not None and nbuf <= l2.size_bytes else None
+        opts = engine.Options(blocks=b, blocks_per_sm=max(1, min(b, occ)), record_timeline=True, l2_share=share)
         res = engine.run(engine.lower(program, kt, machine, opts))
         result["predicted"]["engine"] = region_cycles(kt, res.timeline, bounds)
         result["engine_kernel_cycles"] = float(res.cycles)
