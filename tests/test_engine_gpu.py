@@ -411,3 +411,31 @@ def test_breakdown_averages_the_sms_that_ran_a_block():
     assert {k: v for k, v in r.meta["sm_cycle_stalls"].items() if v} == {"issue": 100, "no_warp": 50}
     assert r.meta["stall_sms"] == 2
     assert {k: v for k, v in r.stalls.items() if v} == {"issue": 50}
+
+
+@pytest.mark.parametrize("second", ["store", "load"])
+def test_a_dirty_line_pushed_out_of_the_l2_is_written_back_on_its_channel(second):
+    """The L2 is write-back (docs/model.md §3): a write that hits a line makes its sector dirty,
+    and the line's dirty sectors go to DRAM when a miss pushes it out. A one-line L2 (1 set x 1
+    way), one channel serving 1 byte per cycle (32 cycles a sector), DRAM latency 300; one warp
+    issues four independent accesses at cycles 0-3: LDG A (miss: channel 0-32, data at 300), then
+    STG A — or LDG A — (a hit on the line being filled), LDG B (a miss that pushes A out: its own
+    sector on the channel 32-64, data at 32 + 300 = 332; A's written sector behind it, 64-96),
+    LDG C (a miss: the channel is free at 96 with the write-back, at 64 without; data at 396 or
+    364). The kernel ends with the last load's data. DRAM bytes: three fills, plus the write-back."""
+    A, B, C = 0, 4096, 8192
+    tx = [[(A, 32, 0)], [(A, 32, 0)], [(B, 32, 0)], [(C, 32, 0)]]
+    store = [0, 2 if second == "store" else 0, 0, 0]
+    inp = make_input(lat_exec=[0] * 4, lat_multi=[1] * 4, lat_same=[1] * 4, dst=[[4], [], [5], [6]],
+                     src=[[], [7], [], []], mem=[MEM_GLOBAL] * 4, store=store, depcause=[DEP_GLOBAL] * 4,
+                     rows_per_warp=[[0, 1, 2, 3]], warps_per_block=1, tx=tx, sms=1, resident=1, deal=True,
+                     dram_latency=300.0, channels=1, service_per_byte=1.0, l2=(1, 1, 128, 32, 100.0))
+    r = run(inp)
+    assert r.timeline.tolist() == [0, 1, 2, 3]
+    if second == "store":
+        assert r.cycles == 396 and r.counters["dram_bytes"] == 4 * 32
+    else:
+        assert r.cycles == 364 and r.counters["dram_bytes"] == 3 * 32
+    # without the bandwidth mechanism the channel never queues: the last load's data at 3 + 300
+    off = run(with_switches(inp, bandwidth=False))
+    assert off.cycles == 303 <= r.cycles

@@ -16,7 +16,7 @@ from teg.engine.codes import (C_CHW, C_DRAM, C_DRAM_B, C_G_ACC, C_L1H, C_L1M, C_
                               CHANNEL_QUEUE, L2_QUEUE, MEM_PIPE, TLB_MISS)
 from teg.engine.jitlib import cold, heap_replace_top, helper, hot, max2, min2, nonneg, prefetch
 from teg.engine.records import REC_ROWS, TX_CHAN, TX_SLICE, record_level
-from teg.memory.cache import _log2, cache_access_timed, cache_new, cache_shape
+from teg.memory.cache import _log2, cache_access_dirty, cache_access_timed, cache_new, cache_shape
 from teg.memory.channels import balance_scale
 
 PREFETCH_TX = 16        # transactions ahead of a global access whose data is prefetched
@@ -34,10 +34,11 @@ TlbConfig = namedtuple("TlbConfig", ("on", "l1_shape", "l2_shape", "l2_lat", "wa
 
 # Its state (built by new_memory): the memory pipelines' slot heaps and slots per pipeline, the DRAM
 # channels' free times and service scales, the L1s and L2 partitions with their lines' ready
-# times, each SM's near L2 partition, the L2 slices' free times, the two TLB levels.
+# times (and the L2 lines' written sectors), each SM's near L2 partition, the L2 slices' free
+# times, the two TLB levels.
 Memory = namedtuple("Memory", ("heap", "pipe_n", "chan_free", "chan_scale", "l1_state", "l1_ready", "l2_state",
-                               "l2_ready", "sm_part", "slice_free", "tlb1_state", "tlb1_ready", "tlb2_state",
-                               "tlb2_ready"))
+                               "l2_ready", "l2_dirty", "sm_part", "slice_free", "tlb1_state", "tlb1_ready",
+                               "tlb2_state", "tlb2_ready"))
 
 
 @helper
@@ -104,6 +105,8 @@ def new_memory(mc, n_sms, tx_chan, sm_part_in):
     # (``sm_part_in``, from the lowering), each address a home partition (interleave part_bytes)
     l2_state = cache_new(n_parts, mc.l2_shape)
     l2_ready = np.zeros(l2_state.shape, np.float64)
+    # per way, the sectors written since the line came in (the L2 is write-back: docs/model.md §3)
+    l2_dirty = np.zeros(l2_state.shape, np.int64)
     sm_part = sm_part_in.astype(np.int64)
     slice_free = np.zeros(max(mc.n_slices, 1), np.float64)
     # address translation: an L1 TLB per SM and one L2 TLB, cold (empty stand-ins when not modelled)
@@ -111,8 +114,8 @@ def new_memory(mc, n_sms, tx_chan, sm_part_in):
     tlb1_ready = np.zeros(tlb1_state.shape, np.float64)
     tlb2_state = cache_new(1, mc.tlb.l2_shape)
     tlb2_ready = np.zeros(tlb2_state.shape, np.float64)
-    return Memory(heap, pipe_n, chan_free, chan_scale, l1_state, l1_ready, l2_state, l2_ready, sm_part, slice_free,
-                  tlb1_state, tlb1_ready, tlb2_state, tlb2_ready)
+    return Memory(heap, pipe_n, chan_free, chan_scale, l1_state, l1_ready, l2_state, l2_ready, l2_dirty, sm_part,
+                  slice_free, tlb1_state, tlb1_ready, tlb2_state, tlb2_ready)
 
 
 @cold
@@ -153,7 +156,7 @@ def global_access(mem, mc, rows, counters, tx_rec, t, row, sm, pp, store, depcau
     split), and the causes a consumer waiting on it is charged."""
     heap, pipe_n, chan_free, chan_scale = mem.heap, mem.pipe_n, mem.chan_free, mem.chan_scale
     l1_state, l1_ready, l2_state, l2_ready = mem.l1_state, mem.l1_ready, mem.l2_state, mem.l2_ready
-    slice_free = mem.slice_free
+    l2_dirty, slice_free = mem.l2_dirty, mem.slice_free
     r_tx_start, tx_addr, tx_bytes, tx_chan = rows.r_tx_start, rows.tx_addr, rows.tx_bytes, rows.tx_chan
     sw_coal, sw_l1, sw_l2, sw_bw = mc.sw_coal, mc.sw_l1, mc.sw_l2, mc.sw_bw
     has_l1, has_l2, l1_shape, l2_shape = mc.has_l1, mc.has_l2, mc.l1_shape, mc.l2_shape
@@ -214,15 +217,24 @@ def global_access(mem, mc, rows, counters, tx_rec, t, row, sm, pp, store, depcau
         l2_row = -1
         h_row = -1
         l2_rt = -1.0
+        evicted = 0             # written sectors of the lines this access pushed out of the L2
         if has_l2 and not l1_hit:
-            l2_hit, l2_row, l2_rt = cache_access_timed(l2_state, l2_ready, near, l2_shape, addr)
+            l2_hit, l2_row, l2_rt, ev = cache_access_dirty(l2_state, l2_ready, l2_dirty, near, l2_shape, addr)
+            evicted |= ev
             near_hit = l2_hit
             if n_parts > 1:
                 home = (addr // part_bytes) % n_parts
                 if home != near and not l2_hit:
                     far = True
                     serve = home
-                    l2_hit, h_row, l2_rt = cache_access_timed(l2_state, l2_ready, home, l2_shape, addr)
+                    l2_hit, h_row, l2_rt, ev = cache_access_dirty(l2_state, l2_ready, l2_dirty, home, l2_shape,
+                                                                  addr)
+                    evicted = ev if ev != 0 else evicted
+            if is_write and l2_hit:
+                # a write that hits a line makes its sector dirty: written back when the line
+                # leaves (a write that misses pays its channel now, below)
+                wrow = l2_row if near_hit else h_row
+                l2_dirty[wrow, 0] |= 1 << ((addr >> l2_shape[3]) & (l2_shape[5] - 1))
         if j >= k0 + ntx:
             continue        # perfect coalescing: surplus transactions cost nothing
         nb = float(tx_bytes[j]) if sw_coal else nb_each
@@ -311,6 +323,18 @@ def global_access(mem, mc, rows, counters, tx_rec, t, row, sm, pp, store, depcau
                 chan_free[ch] = s0 + nb * spb * chan_scale[ch]
             if mc.record:
                 record_level(tx_rec, j, TX_CHAN, ch, s_req, s0, max2(chan_free[ch], s0))
+            if evicted != 0:
+                # write-back: the dirty sectors of the line this miss replaced go to DRAM behind
+                # it; no one waits for them, but the channel is busy as long (charged to this
+                # transaction's channel: the lines' channels are spread alike by the hash)
+                wb = 0
+                while evicted != 0:
+                    wb += evicted & 1
+                    evicted >>= 1
+                wb_bytes = wb * (1 << l2_shape[3])
+                if sw_bw:
+                    chan_free[ch] += wb_bytes * spb * chan_scale[ch]
+                counters[C_DRAM_B] += np.int64(wb_bytes)
             if is_write and has_l2:
                 # the L2 is write-back: a write is acknowledged by its L2 slice once the
                 # channel can take the write-back (no DRAM round trip for the ack)

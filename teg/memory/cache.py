@@ -163,3 +163,33 @@ def cache_access_timed(state, ready, cache_index, shape, addr):
     state[row, 0] = (tag << k) | mask | bit
     ready[row, 0] = r
     return hit, row, r
+
+
+@njit(cache=True)
+def cache_access_dirty(state, ready, dirty, cache_index, shape, addr):
+    """:func:`cache_access_timed` of a write-back cache: ``dirty`` (the shape of ``state``, moved
+    with it) holds, per way, the mask of its line's sectors written since the line came in. Returns
+    ``(hit, row, ready time, evicted)``, ``evicted`` the dirty-sector mask of the line that dropped
+    out of the set to make room (0: none dropped out, or it was clean) — the sectors the cache must
+    write back to memory. The accessed line is then at way 0 of ``row`` with its own dirty mask
+    (0 for a line that just came in); a write sets its sector's bit there (the caller)."""
+    assoc, sector_shift, k = shape[1], shape[3], shape[5]
+    row, tag = cache_row(cache_index, shape, addr)
+    bit = 1 << ((addr >> sector_shift) & (k - 1))
+    p, mask = _way(state, row, tag, k, assoc)
+    hit = (mask & bit) != 0
+    r = ready[row, p] if hit else -1.0
+    evicted = 0
+    keep = dirty[row, p]
+    if mask == 0:                                   # the line is absent: it takes way p's place
+        if state[row, p] >= 0:
+            evicted = keep                          # another line dropped out
+        keep = 0
+    for w in range(p, 0, -1):
+        state[row, w] = state[row, w - 1]
+        ready[row, w] = ready[row, w - 1]
+        dirty[row, w] = dirty[row, w - 1]
+    state[row, 0] = (tag << k) | mask | bit
+    ready[row, 0] = r
+    dirty[row, 0] = keep
+    return hit, row, r, evicted
