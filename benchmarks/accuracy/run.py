@@ -720,12 +720,12 @@ def write_markdown(points: list[Point], path: str):
 
 
 def print_summary(summary: dict, out=sys.stdout):
-    print(f"\n{'family':9} {'n':>4} {'median|err|':>12} {'mean|err|':>10} {'>2x':>6}  worst", file=out)
+    print(f"\n{'family':9} {'n':>4} {'median|err|':>12} {'mean|err|':>10} {'>2x (rows)':>12}  worst", file=out)
     for fam, s in summary.items():
         w = s["worst"]
         fail = f"  ({s['failed']} failed)" if s["failed"] else ""
         print(f"{fam:9} {s['n']:4d} {s['median_abs'] * 100:11.1f}% {s['mean_abs'] * 100:9.1f}% "
-              f"{s['off_2x'] * 100:5.0f}%  {w.gpu} {w.label}: {w.measured:.1f} vs {w.predicted:.1f} "
+              f"{s['off_2x'] * 100:5.1f}% ({round(s['off_2x'] * s['n'])})  {w.gpu} {w.label}: {w.measured:.1f} vs {w.predicted:.1f} "
               f"({pct(w.error)}){fail}", file=out)
 
 
