@@ -185,7 +185,7 @@ def _implicit_spec(kw: dict):
 def _sweep(spec, executor: Executor, own: dict, kw: dict) -> int:
     from teg.analysis.sweepspec import COLUMNS, FLOAT_COLUMNS, INT_COLUMNS, KEY_COLUMNS, points, run_point
     from teg.report import application as view
-    from teg.report.rowlog import RowLog, RowLogError, check_parquet_target, write_parquet
+    from teg.analysis.rowlog import RowLog, RowLogError, check_parquet_target, write_parquet
 
     out = own.get("output")
     force = bool(kw.get("force"))

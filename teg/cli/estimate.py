@@ -84,14 +84,13 @@ def estimate(sass, trace_path, kernel, machine, policy, dependency_model, sms, u
              as_json,
              views, timeline_path, timeline_cycles, plot_path, force):
     """Estimate cycles, time, IPC, occupancy and the stall breakdown of a kernel."""
-    from teg.engine import lower, run
+    from teg.engine.runner import run_kernel
 
     reports = EstimateReports.from_cli(views, as_json, timeline_path, timeline_cycles, plot_path, force)
     inp_files = _load(sass, trace_path, kernel, machine)
     opts = _options(policy=policy, dependency_model=dependency_model, sms=sms, unknown=unknown, blocks_per_sm=blocks_per_sm,
                     shared_carveout=shared_carveout)
-    inp = reports.prepare(lower(inp_files.program, inp_files.kernel_trace, inp_files.machine, opts))
-    click.echo(reports.render(run(inp), inp, inp_files.program, opts))
+    click.echo(reports.render(run_kernel(inp_files, opts, prepare=reports.prepare)))
 
 
 @main.command()
@@ -105,20 +104,20 @@ def whatif(sass, trace_path, kernel, machine, policy, dependency_model, sms, unk
            plot_path, force):
     """Cycles with each mechanism removed alone (and all removed): what each bottleneck costs."""
     from teg.analysis.whatif import whatif as run_whatif
-    from teg.engine import lower
-    from teg.report import to_csv, to_json, whatif_text
+    from teg.engine.runner import lower_kernel
+    from teg.report import whatif_csv, whatif_json, whatif_text
 
     check_plot(plot_path, force)
     f = _load(sass, trace_path, kernel, machine)
     opts = _options(policy=policy, dependency_model=dependency_model, sms=sms, unknown=unknown,
                     shared_carveout=shared_carveout)
-    inp = lower(f.program, f.kernel_trace, f.machine, opts)
+    inp = lower_kernel(f, opts)
     rows = run_whatif(inp)
     if plot_path:
         from teg.report.plots import whatif_figure
 
-        whatif_figure(rows, plot_path, inp.meta, force=force)
-    click.echo(to_json(rows) if as_json else to_csv(rows).rstrip("\n") if as_csv else whatif_text(rows, inp.meta))
+        whatif_figure(rows, plot_path, inp.setup, force=force)
+    click.echo(whatif_json(rows) if as_json else whatif_csv(rows).rstrip("\n") if as_csv else whatif_text(rows, inp.setup))
 
 
 @main.command()
@@ -135,7 +134,7 @@ def sweep(sass, trace_path, kernel, machine, policy, dependency_model, sms, unkn
           plot_path, measured_path, force):
     """TEG's scaling experiment: cycles, work-normalized throughput and speedup over the first point."""
     from teg.analysis.sweep import sweep as run_sweep
-    from teg.report import sweep_text, to_csv, to_json
+    from teg.report import sweep_csv, sweep_json, sweep_text
 
     if measured_path and not plot_path:
         raise click.UsageError("--measured points are drawn on the --plot: give --plot FILE too")
@@ -155,9 +154,9 @@ def sweep(sass, trace_path, kernel, machine, policy, dependency_model, sms, unkn
         warp_list = [w for w in (1, 2, 4, 8, 16, 32, 64) if w <= f.machine.limits.max_warps]
     opts = _options(policy=policy, dependency_model=dependency_model, sms=sms, unknown=unknown,
                     shared_carveout=shared_carveout)
-    rows = run_sweep(f.program, f.kernel_trace, f.machine, opts, warps=warp_list, blocks=block_list)
+    rows = run_sweep(f, opts, warps=warp_list, blocks=block_list)
     if plot_path:
         from teg.report.plots import sweep_figure
 
         sweep_figure(rows, plot_path, measured, force=force)
-    click.echo(to_json(rows) if as_json else to_csv(rows).rstrip("\n") if as_csv else sweep_text(rows))
+    click.echo(sweep_json(rows) if as_json else sweep_csv(rows).rstrip("\n") if as_csv else sweep_text(rows))

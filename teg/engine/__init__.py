@@ -4,7 +4,8 @@
   (named tables of flat arrays and the run's scalars, :mod:`teg.engine.lowered`; memory
   precomputation vectorized);
 * :func:`run` — EngineInput → :class:`Result` (one numba-jitted, deterministic loop);
-* :func:`estimate` — both, from file paths or objects.
+* :func:`estimate` — both, from file paths or objects (:mod:`teg.engine.runner`: the one way every
+  caller runs a kernel).
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ _install_compile_notice()     # one line on stderr before numba compiles (teg/ji
 
 def estimate(sass=None, trace=None, machine=None, options: Options | None = None, kernel: str | None = None) -> Result:
     """Load inputs (paths or objects; see :func:`teg.engine.kernel_inputs.load_inputs`), lower and run."""
-    inp = load_inputs(sass=sass, trace=trace, machine=machine, kernel=kernel)
-    return run(lower(inp.program, inp.kernel_trace, inp.machine, options or Options()))
+    from teg.engine.runner import run_kernel
+
+    return run_kernel(load_inputs(sass=sass, trace=trace, machine=machine, kernel=kernel), options).result
 
 
 __all__ = ["lower", "run", "estimate", "Options", "MECHANISMS", "EngineInput", "Result",
