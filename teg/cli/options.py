@@ -8,8 +8,6 @@ Nothing here imports the engine until a command runs."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 EXAMPLE_SASS = "matmul_abt.sm_90.sass"
@@ -139,8 +137,3 @@ def opt_name(param: str) -> str:
     """The command-line spelling of the current command's parameter ``param`` (``--blocks-per-sm``)."""
     ctx = click.get_current_context()
     return next((p.opts[0] for p in ctx.command.params if p.name == param), param)
-
-
-def path_option(*names: str, **kw):
-    """A path option whose value is a :class:`~pathlib.Path`."""
-    return click.option(*names, type=click.Path(path_type=Path), default=None, **kw)

@@ -18,6 +18,8 @@ from teg.engine.options import MECHANISMS, Options, OptionsError
 from teg.engine.result import Result
 from teg.engine.run import EngineError, run
 from teg.engine.kernel_inputs import KernelInputs, load_inputs
+from teg.engine.runner import Estimate, lower_kernel, run_kernel
+from teg.engine.setup import Residency, RunSetup, SmOutcome
 from teg.jitnotice import install as _install_compile_notice
 
 _install_compile_notice()     # one line on stderr before numba compiles (teg/jitnotice.py)
@@ -25,12 +27,11 @@ _install_compile_notice()     # one line on stderr before numba compiles (teg/ji
 
 def estimate(sass=None, trace=None, machine=None, options: Options | None = None, kernel: str | None = None) -> Result:
     """Load inputs (paths or objects; see :func:`teg.engine.kernel_inputs.load_inputs`), lower and run."""
-    from teg.engine.runner import run_kernel
-
     return run_kernel(load_inputs(sass=sass, trace=trace, machine=machine, kernel=kernel), options).result
 
 
 __all__ = ["lower", "run", "estimate", "Options", "MECHANISMS", "EngineInput", "Result",
            "CAUSE_NAMES", "with_switches", "with_replay", "with_record_order", "LoweringError", "EngineError",
            "OptionsError", "occupancy", "Occupancy",
-           "OccupancyError", "classify_all", "KernelInputs", "load_inputs"]
+           "OccupancyError", "classify_all", "KernelInputs", "load_inputs", "RunSetup", "SmOutcome", "Residency",
+           "run_kernel", "lower_kernel", "Estimate"]
