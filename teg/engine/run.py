@@ -89,18 +89,18 @@ def run(inp: EngineInput) -> Result:
     n_sms = sc.sms
     launch = kernel_launch_cycles(inp)
     cycles = add_kernel_launch(cycles, stall, pcc, n_sms, launch)
-    outcome = SmOutcome(sm_blocks=sm_blocks, kernel_launch_cycles=launch)
+    per_sm = SmOutcome(sm_blocks=sm_blocks, kernel_launch_cycles=launch)
     if n_sms > 1:
         # every SM's cycles are charged; the breakdown reported is the average busy SM's (an SM
         # that ran no block idles the whole kernel, all no_warp: it is left out, and said apart)
         busy = sum(1 for b in sm_blocks if b > 0) or n_sms
-        outcome = replace(outcome, sm_cycle_stalls={name: int(stall[i]) for i, name in enumerate(CAUSE_NAMES)},
+        per_sm = replace(per_sm, sm_cycle_stalls={name: int(stall[i]) for i, name in enumerate(CAUSE_NAMES)},
                           stall_sms=busy)
         stall = stall.copy()
         stall[NO_WARP] -= (n_sms - busy) * int(cycles)
         stall = average_breakdown(stall, busy)
     return make_result(cycles, stall, out.counters, out.pc_count, out.pc_wait.astype(np.int64), sm_end[:, 0],
-                       timeline[:, TL_ISSUE].astype(np.int64) if record else None, inp.setup, outcome,
+                       timeline[:, TL_ISSUE].astype(np.int64) if record else None, inp.setup, per_sm,
                        order_out if order_out.shape[0] else None,
                        row_record=timeline if record else None, tx_record=out.tx_rec if record else None,
                        pc_causes=pcc if attrib else None)
