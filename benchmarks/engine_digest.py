@@ -13,8 +13,8 @@ from their SASS alone on every architecture; and the engine's refusals (an infea
 block too large), whose messages are hashed.
 
 A run's digest covers everything :class:`teg.engine.Result` holds: cycles, instructions, the stall
-breakdown, counters, per-PC counts and waits, per-SM cycles, ``meta`` (per-SM blocks, the average
-SM's breakdown, the kernel launch cycles …) and every record array (timeline, order, transaction
+breakdown, counters, per-PC counts and waits, per-SM cycles, the set-up and per-SM outcome (per-SM
+blocks, the average SM's breakdown, the kernel launch cycles …; hashed as one dict, ``meta``) and every record array (timeline, order, transaction
 records, per-instruction causes), each array with its dtype and shape.
 
     python benchmarks/engine_digest.py [--save FILE] [--check FILE] [-k SUBSTRING]
@@ -67,13 +67,22 @@ def _feed(h, x) -> None:
         h.update(f"{type(x).__name__}:{x!r}".encode())
 
 
+def _meta(res) -> dict:
+    """The run's set-up and per-SM outcome as one dict: ``Result.meta`` before the typed set-up
+    (:mod:`teg.engine.setup`), the union of ``setup.to_dict()`` (none for an input built by hand)
+    and ``outcome.to_dict()`` after — the same keys and values, so digests saved before compare."""
+    if hasattr(res, "meta"):
+        return res.meta
+    return {**(res.setup.to_dict() if res.setup is not None else {}), **res.outcome.to_dict()}
+
+
 def result_digest(res) -> str:
     """SHA-256 over every field of a :class:`teg.engine.Result`."""
     h = hashlib.sha256()
     for name in ("cycles", "instructions", "stalls", "counters", "pc_count", "pc_wait", "sm_cycles", "timeline",
                  "meta", "order", "row_record", "tx_record", "pc_causes"):
         _feed(h, name)
-        _feed(h, getattr(res, name))
+        _feed(h, _meta(res) if name == "meta" else getattr(res, name))
     return h.hexdigest()
 
 

@@ -1,4 +1,4 @@
-"""Whole applications (teg/analysis/application.py, teg/report/application.py, teg/cli/application.py):
+"""Whole applications (teg/analysis/application.py, teg/report/application.py, teg/cli/target.py, app_report.py, app_sweep.py):
 reading a kernel list with missing files, kernel selection, short names, the totals, and
 ``teg estimate`` / ``teg whatif`` / ``teg trace info`` on the real partial PyTorch application."""
 
@@ -238,7 +238,7 @@ def test_trace_info_on_an_application_prints_one_line_per_kernel(partial):
 def test_options_for_one_kernel_are_refused_on_an_application():
     """An option the application report does not use (here a stand-in for a single-kernel view) is
     an error when the trace has several kernels, and reaches the command when it has one."""
-    from teg.cli.application import applications
+    from teg.cli.target import resolve_target
 
     seen = []
 
@@ -246,9 +246,10 @@ def test_options_for_one_kernel_are_refused_on_an_application():
     @click.option("--trace", "trace_path")
     @click.option("--kernel", default=None)
     @click.option("--timeline", is_flag=True)
-    @applications("estimate")
     def cmd(trace_path, kernel, timeline):
-        seen.append((kernel, timeline))
+        target = resolve_target(None, trace_path, kernel)
+        if not target.is_application:
+            seen.append((target.kernel, timeline))
 
     r = CliRunner().invoke(cmd, ["--trace", str(TORCH), "--timeline"])
     assert r.exit_code == 2 and "--timeline applies to one kernel" in r.output

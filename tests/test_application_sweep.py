@@ -1,4 +1,4 @@
-"""Sweeps over applications (teg/analysis/sweepspec.py, teg/report/rowlog.py, ``teg sweep --spec``):
+"""Sweeps over applications (teg/analysis/sweepspec.py, teg/analysis/rowlog.py, ``teg sweep --spec``):
 the YAML file and its errors, failing points recorded, resuming after an interruption, Parquet."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from teg.analysis.sweepspec import COLUMNS, KEY_COLUMNS, SweepSpecError, load_spec, points, run_point
 from teg.cli import main
-from teg.report.rowlog import RowLog, RowLogError
+from teg.analysis.rowlog import RowLog, RowLogError
 
 TORCH = Path(__file__).parent / "data" / "traces" / "dp-performance-accel-sim" / "simpletorch"
 
@@ -166,3 +166,22 @@ def test_rowlog_refuses_another_table_and_keeps_the_latest_row(tmp_path):
     assert q.read_text() == 'k,v\n1,"x,y"\n1,\n'
     with RowLog(q, ("k", "v"), ("k",)) as log:
         assert log.rows == {("1",): {"k": "1", "v": ""}} and log.dropped == 0
+
+
+def test_run_spec_resumes_from_its_table_without_the_command_line(tmp_path):
+    """The library runs a sweep and keeps its table (teg/analysis/sweepspec.py run_spec): a second
+    run of the same spec runs nothing (retrying failed points re-runs none when none failed) and
+    returns the same rows; without a table every point runs and nothing is written."""
+    from teg.analysis.executors import Executor
+    from teg.analysis.sweepspec import SweepSpec, run_spec
+
+    spec = SweepSpec.of_application(TORCH, kernels="87", warps=[1, 2])
+    out = tmp_path / "s.csv"
+    first = run_spec(spec, Executor(jobs=1), output=out)
+    assert (first.ran, first.already, first.failed, first.complete) == (2, 0, 0, True)
+    assert first.wrote[0] == str(out) and [r["warps"] for r in first.rows] == ["1", "2"]
+    again = run_spec(spec, Executor(jobs=1), output=out, retry_failed=True)
+    assert (again.ran, again.already) == (0, 2) and again.rows == first.rows
+    plain = run_spec(spec, Executor(jobs=1))
+    assert plain.ran == 2 and plain.wrote == [] and [r["cycles"] for r in plain.rows] == \
+        [int(r["cycles"]) for r in first.rows]

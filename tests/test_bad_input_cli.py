@@ -90,7 +90,7 @@ def test_kernel_name_matching_several_kernels_is_an_error_listing_them(tmp_path)
     """``--kernel elementwise`` matches several kernels of the PyTorch trace: ``compare`` (one
     kernel) used to pick the first; now it lists them by id. (``estimate``, ``whatif``, ``sweep`` and
     ``trace info`` take the matching kernels as an application instead.)"""
-    from teg.trace import load
+    from teg.trace import KernelNotFoundError, load
 
     d = tmp_path / "st"
     shutil.copytree(SIMPLETORCH, d)
@@ -98,5 +98,5 @@ def test_kernel_name_matching_several_kernels_is_an_error_listing_them(tmp_path)
     assert "matches 4 kernels" in line and "--kernel ID" in line
     tr = load(d, cache=tmp_path / "cache")
     assert tr.kernel("87").info.kernel_id == 87 and "reduce_kernel" in tr.kernel("87").info.name
-    with pytest.raises(LookupError, match="matches 2 kernels: id 5"):
+    with pytest.raises(KernelNotFoundError, match="matches 2 kernels: id 5"):
         tr.kernel("reduce_kernel")

@@ -123,7 +123,7 @@ def test_lowering_marks_l2_only_static_instructions():
     rows = [(op, [], [], ADDR if op != "FFMA" else None, 8) for op in opcodes]
     inp = lower(None, one_warp_trace(rows), SM90, Options())
     # 1 = bypasses L1, 2 = a write (bypasses L1; the write-back L2 acknowledges it)
-    got = dict(zip(inp.meta["opcodes"], inp.static.s_store.tolist()))
+    got = dict(zip(inp.setup.opcodes, inp.static.s_store.tolist()))
     assert got == {"LDG.E.64.STRONG.GPU": 1, "LDG.E.64.STRONG.SYS": 1, "LDG.E.64.STRONG.SM": 0, "LDG.E.64": 0,
                    "LD.E.64.STRONG.GPU": 1, "LDG.E.SYS": 0, "STG.E.64": 2, "ATOMG.E.ADD.STRONG.GPU": 1,
                    "LDGSTS.E.BYPASS.128": 1, "LDGSTS.E.128": 0, "FFMA": 0}

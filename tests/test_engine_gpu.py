@@ -32,10 +32,10 @@ def test_dynamic_dealing_gives_the_next_block_to_the_sm_that_frees_first():
     lengths = [100, 10, 10, 10, 10, 10]
     dyn = run(alu_blocks(lengths, sms=3, resident=1, deal=True))
     assert dyn.cycles == 100
-    assert dyn.meta["sm_blocks"] == [1, 3, 2]
+    assert dyn.outcome.sm_blocks == [1, 3, 2]
     rr = run(alu_blocks(lengths, sms=3, resident=1, deal=False))
     assert rr.cycles == 110
-    assert rr.meta["sm_blocks"] == [2, 2, 2]
+    assert rr.outcome.sm_blocks == [2, 2, 2]
 
 
 def test_first_wave_is_spread_breadth_first():
@@ -44,7 +44,7 @@ def test_first_wave_is_spread_breadth_first():
     instructions on one scheduler: 100 cycles)."""
     r = run(alu_blocks([50, 50], sms=2, resident=2, deal=True))
     assert r.cycles == 50
-    assert r.meta["sm_blocks"] == [1, 1]
+    assert r.outcome.sm_blocks == [1, 1]
 
 
 def test_every_block_runs_once_whatever_the_dealing():
@@ -52,7 +52,7 @@ def test_every_block_runs_once_whatever_the_dealing():
     for deal in (True, False):
         for sms in (1, 2, 3, 5):
             r = run(alu_blocks(lengths, sms=sms, resident=2, deal=deal))
-            assert sum(r.meta["sm_blocks"]) == len(lengths)
+            assert sum(r.outcome.sm_blocks) == len(lengths)
             assert r.instructions == sum(lengths)
 
 
@@ -86,7 +86,7 @@ def test_two_sms_contend_for_one_l2_slice():
                             l2_slice_bytes_per_clk=32.0, switches={"l2_misses": False}))
     assert r.cycles == 108
     assert r.sm_cycles.tolist() == [104, 108]
-    assert {k: v for k, v in r.meta["sm_cycle_stalls"].items() if v} == {
+    assert {k: v for k, v in r.outcome.sm_cycle_stalls.items() if v} == {
         "issue": 4, "dep_global": 198, "l2_queue": 10, "no_warp": 4}
     assert r.stalls["l2_queue"] == 5 and r.stalls["dep_global"] == 99 and sum(r.stalls.values()) == r.cycles
     # two slices, lines interleaved across them: no contention, both done at 3 + 100 + 1
@@ -263,13 +263,13 @@ def test_lowering_simulates_every_sm_by_default():
     ins = load_inputs(sass=d / "matmul_abt.sm_90.sass", trace=d / "matmul_abt.sm_90.trace.npz")
     prog, kt, machine = ins.program, ins.kernel_trace, ins.machine
     inp = lower(prog, kt, machine, Options())
-    assert inp.meta["sms"] == machine.num_sms
-    assert inp.meta["dealing"] == "dynamic"
+    assert inp.setup.sms == machine.num_sms
+    assert inp.setup.dealing == "dynamic"
     r = run(inp)
-    assert sum(r.meta["sm_blocks"]) == inp.meta["blocks"] == 4
-    assert sorted(r.meta["sm_blocks"])[-4:] == [1, 1, 1, 1]
+    assert sum(r.outcome.sm_blocks) == inp.setup.blocks == 4
+    assert sorted(r.outcome.sm_blocks)[-4:] == [1, 1, 1, 1]
     one = lower(prog, kt, machine, Options(sms=1))
-    assert one.meta["sms"] == 1 and one.meta["dealing"] == "round-robin"
+    assert one.setup.sms == 1 and one.setup.dealing == "round-robin"
 
 
 def store_then_next_block(launch_latency=0.0, l2=None, **kw):
@@ -326,12 +326,12 @@ def test_the_kernel_launch_overhead_adds_to_the_kernel_and_idles_every_sm(sms, k
     more ``no_warp`` cycles (the average SM's breakdown still sums to the cycles); the issue
     cycles do not move; the what-if ``kernel_launch`` takes exactly k off."""
     r = run(spread_blocks(sms, k))
-    assert r.cycles == 10 + int(k) and r.meta["kernel_launch_cycles"] == int(k)
+    assert r.cycles == 10 + int(k) and r.outcome.kernel_launch_cycles == int(k)
     assert r.timeline.tolist() == list(range(10)) * sms
     assert r.stalls["no_warp"] == int(k) and r.stalls["issue"] == 10
     assert sum(r.stalls.values()) == r.cycles
     off = run(with_switches(spread_blocks(sms, k), kernel_launch=False))
-    assert off.cycles == 10 and off.meta["kernel_launch_cycles"] == 0
+    assert off.cycles == 10 and off.outcome.kernel_launch_cycles == 0
 
 
 def test_the_first_wave_starts_at_cycle_zero_whatever_the_launch_latency():
@@ -408,8 +408,8 @@ def test_breakdown_averages_the_sms_that_ran_a_block():
     the average of the two busy SMs: 50 issue cycles, summing to the kernel's 50."""
     r = run(alu_blocks([50, 50], sms=3, resident=2, deal=True))
     assert r.cycles == 50
-    assert {k: v for k, v in r.meta["sm_cycle_stalls"].items() if v} == {"issue": 100, "no_warp": 50}
-    assert r.meta["stall_sms"] == 2
+    assert {k: v for k, v in r.outcome.sm_cycle_stalls.items() if v} == {"issue": 100, "no_warp": 50}
+    assert r.outcome.stall_sms == 2
     assert {k: v for k, v in r.stalls.items() if v} == {"issue": 50}
 
 

@@ -47,14 +47,14 @@ def test_listing3_clock_benchmark_on_gt200_within_2_percent():
 def test_bundled_example_end_to_end(example):
     r = run(lower(example.program, example.kernel_trace, example.machine, Options()))
     assert sum(r.stalls.values()) == r.cycles
-    assert r.meta["dependency_model"] == "controlcodes"
+    assert r.setup.dependency_model == "controlcodes"
     # the kernel's Bs[tx][k] LDS.128 reads stride 64 B: a bank conflict the model must see
     assert r.counters["shared_wavefronts"] > r.counters["shared_wavefronts_min"]
     assert r.stalls["bank_conflict"] > 0
     # every SM simulated: the grid's 4 blocks of 8 warps go one to each of 4 SMs; sampling SM 0
     # alone (--sms 1) runs its one block
     assert r.counters["blocks"] == 4 and r.instructions == int(np.diff(example.kernel_trace.warp_start).sum())
-    assert sorted(r.meta["sm_blocks"], reverse=True)[:5] == [1, 1, 1, 1, 0]
+    assert sorted(r.outcome.sm_blocks, reverse=True)[:5] == [1, 1, 1, 1, 0]
     r1 = run(lower(example.program, example.kernel_trace, example.machine, Options(sms=1)))
     assert r1.counters["blocks"] == 1 and r1.instructions == int(np.diff(example.kernel_trace.warp_start)[:8].sum())
     r2 = run(lower(example.program, example.kernel_trace, example.machine, Options()))
@@ -69,17 +69,17 @@ def test_example_scoreboard_model_and_lrr(example):
 
 def test_trace_alone_uses_trace_registers(example):
     r = estimate(trace=EX_TRACE)
-    assert r.meta["dependency_model"] == "scoreboard"
-    assert any("no control codes" in n for n in r.meta["notes"])
+    assert r.setup.dependency_model == "scoreboard"
+    assert any("no control codes" in n for n in r.setup.notes)
     assert r.instructions == run(lower(example.program, example.kernel_trace, example.machine)).instructions
 
 
 def test_sms_option_simulates_more_blocks(example):
     r = run(lower(example.program, example.kernel_trace, example.machine, Options(sms=4)))
-    assert r.counters["blocks"] == 4 and r.meta["sms"] == 4
+    assert r.counters["blocks"] == 4 and r.setup.sms == 4
     # the SMs' work ends at the last SM's; the kernel adds its launch and drain beyond that
-    assert len(r.sm_cycles) == 4 and r.cycles == max(r.sm_cycles) + r.meta["kernel_launch_cycles"]
-    assert r.meta["kernel_launch_cycles"] == example.machine.kernel_launch_cycles > 0
+    assert len(r.sm_cycles) == 4 and r.cycles == max(r.sm_cycles) + r.outcome.kernel_launch_cycles
+    assert r.outcome.kernel_launch_cycles == example.machine.kernel_launch_cycles > 0
 
 
 def test_waves_when_fewer_blocks_fit(example):

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from teg.engine import MECHANISMS, run
 
 from teg.engine.handmade import make_input
+from teg.report.whatif import whatif_data
 from teg.engine.lowered import with_record_order, with_replay, with_switches
 from teg.engine.codes import DEP_BASE, DEP_GLOBAL, DEP_SHARED, MEM_GLOBAL, MEM_NONE, MEM_SHARED
 
@@ -168,7 +169,7 @@ def check_replay(inp):
         rows = whatif(case)
         assert rows[0].cycles == base.cycles
         assert all(r.cycles <= base.cycles and not r.anomaly for r in rows if r.mechanism in variants), \
-            [r.to_dict() for r in rows]
+            whatif_data(rows)
 
 
 @SETTINGS

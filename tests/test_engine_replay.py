@@ -96,7 +96,7 @@ def test_options_record_order_through_lower():
 
 
 def test_whatif_table_and_json_name_the_schedule():
-    from teg.report import to_json, whatif_text
+    from teg.report import whatif_json, whatif_text
     import json
 
     rows = whatif(anomaly_input())
@@ -104,6 +104,6 @@ def test_whatif_table_and_json_name_the_schedule():
     assert text.splitlines()[0].split()[-1] == "schedule"
     dep_line = next(line for line in text.splitlines() if line.startswith("dependencies"))
     assert dep_line.split()[-1] == "replay" and " 4 " in dep_line and "!" not in dep_line
-    d = {r["mechanism"]: r for r in json.loads(to_json(rows))}
+    d = {r["mechanism"]: r for r in json.loads(whatif_json(rows))}
     assert d["dependencies"]["schedule"] == "replay"
     assert (d["dependencies"]["free_cycles"], d["dependencies"]["replay_cycles"]) == (5, 4)

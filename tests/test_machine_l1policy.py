@@ -168,7 +168,7 @@ def test_sm61_lowering_marks_plain_loads_l2_only():
     # s_store: 1 = bypasses L1, 2 = a write (bypasses L1 too)
     for machine, want in ((SM61, [1, 1, 0, 1, 0, 2, 0]), (SM70, [0, 1, 0, 0, 0, 2, 0])):
         inp = lower(None, one_warp_trace(rows, binary_version=machine.sm), machine, Options())
-        got = dict(zip(inp.meta["opcodes"], inp.static.s_store.tolist()))
+        got = dict(zip(inp.setup.opcodes, inp.static.s_store.tolist()))
         assert got == dict(zip(opcodes, want)), machine.name
 
 
@@ -179,7 +179,7 @@ def test_real_pascal_traces_plain_and_cg_loads_bypass_l1():
     for name in ("matrixmul-32-32-trace", "vectoradd-100-32-trace"):
         kt = load_trace(TRACES / name).kernels[0]
         inp = lower(None, kt, SM61, Options())
-        for op, flag in zip(inp.meta["opcodes"], inp.static.s_store.tolist()):
+        for op, flag in zip(inp.setup.opcodes, inp.static.s_store.tolist()):
             info = SM61.classify(op)
             if info.kind == "load" and info.space == "global":
                 assert flag == 1, op

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from teg.engine.setup import RunSetup
 from teg.cli import main
 from teg.cli.estimate import EXAMPLE_SASS, EXAMPLE_TRACE
 from teg.engine import CAUSE_NAMES, Options, load_inputs, lower, run
@@ -29,7 +30,7 @@ def contended():
     in [1, 4) on w0's s1, in [5, 8) on w1's s0 and in [9, 12) on w1's s1."""
     return make_input(lat_exec=[1, 1], lat_multi=[1, 1], lat_same=[1, 1], units_occ=(4.0,),
                       rows_per_warp=[[0, 1], [0, 1]], warps_per_block=2,
-                      meta={"opcodes": ["IADD3", "IADD3"], "pcs": [0, 16]})
+                      setup=RunSetup(opcodes=["IADD3", "IADD3"], pcs=[0, 16]))
 
 
 def test_contended_hand_computed():
@@ -70,7 +71,7 @@ def test_stall_cycles_sum_to_the_breakdown(sms):
     inp = with_records(inp, instructions=True)
     r = run(inp)
     assert (r.cycles, r.stalls) == (plain.cycles, plain.stalls)
-    raw = r.meta.get("sm_cycle_stalls") or r.stalls           # SM-cycles by cause, every SM
+    raw = r.outcome.sm_cycle_stalls or r.stalls           # SM-cycles by cause, every SM
     charged = r.pc_causes[PC_STALL].sum(axis=0)
     for c, name in enumerate(CAUSE_NAMES):
         if c != ISSUE:

@@ -8,6 +8,7 @@ import builtins
 import pytest
 from click.testing import CliRunner
 
+from teg.engine.setup import RunSetup
 from teg.analysis.sweep import SweepRow
 from teg.analysis.whatif import WhatIfRow
 from teg.cli import main
@@ -20,9 +21,9 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 
 def rows():
-    meta = {"kernel": "k", "machine": "sm_90"}
+    setup = RunSetup(kernel="k", machine="sm_90")
     return [SweepRow(warps=w, blocks=None, cycles=c, instructions=100 * w, throughput=100 * w / c,
-                     speedup=(100 * w / c) / (100 / 500), meta=meta, stalls={"issue": i, "dep_fp32": c - i})
+                     speedup=(100 * w / c) / (100 / 500), setup=setup, stalls={"issue": i, "dep_fp32": c - i})
             for w, c, i in ((1, 500, 100), (2, 520, 200), (4, 600, 400))]
 
 

@@ -10,10 +10,12 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from teg.engine.setup import RunSetup
 from teg.cli import main
 from teg.engine import CAUSE_NAMES, run
 from teg.engine.handmade import make_input
 from teg.engine.codes import DEP_BASE
+from teg.engine.recording import recording
 from teg.engine.records import (TL_SINCE, TX_CH_ARRIVE, TX_CH_END, TX_CH_START, TX_CHAN,
                                 TX_SLICE, with_records)
 from teg.report.timeline import PID_DRAM, PID_L2, TID_WARP, TimelineError, Window, trace_events, wait_segments
@@ -23,7 +25,7 @@ def chain():
     """One warp: s0 (latency 4) → s1 (latency 6) → s2, issue latencies 1: issues at 0, 4, 10; 11 cycles,
     3 issue cycles and 3 + 5 cycles waiting for the producer (dependency class of s0/s1)."""
     return make_input(lat_exec=[4, 6, 1], lat_multi=[1] * 3, lat_same=[1] * 3, dst=[[1], [2], []],
-                      src=[[], [1], [2]], meta={"opcodes": ["A", "B", "C"], "pcs": [0, 16, 32]})
+                      src=[[], [1], [2]], setup=RunSetup(opcodes=["A", "B", "C"], pcs=[0, 16, 32]))
 
 
 def contended():
@@ -38,7 +40,7 @@ def two_loads():
     the second waits at the channel for the first."""
     return make_input(lat_exec=[0, 0], lat_multi=[1, 1], lat_same=[1, 1], mem=[2, 2], dst=[[1], [2]],
                       tx=[[(0, 128, 0)], [(4096, 128, 0)]], service_per_byte=1.0, dram_latency=100.0,
-                      meta={"opcodes": ["LDG", "LDG"], "pcs": [0, 16]})
+                      setup=RunSetup(opcodes=["LDG", "LDG"], pcs=[0, 16]))
 
 
 def recorded(inp):
@@ -59,14 +61,18 @@ def test_recording_changes_no_result():
 
 
 def test_chain_rows_hand_computed():
-    r = recorded(chain())
+    inp = with_records(chain(), timeline=True, instructions=True)
+    r = run(inp)
+    rec = recording(r, inp)
     assert r.cycles == 11 and r.timeline.tolist() == [0, 4, 10]
     rows = np.arange(3)
-    row, a, b, code = wait_segments(r.row_record, rows)
+    assert rec.issued().tolist() == [0, 1, 2] and rec.issue(rows).tolist() == [0, 4, 10]
+    assert rec.scheduler(rows).tolist() == [0, 0, 0] and rec.sm(rows).tolist() == [0, 0, 0]
+    row, a, b, code = wait_segments(rec, rows)
     dep = DEP_BASE + 1                                     # make_input's default producer class
     assert r.stalls == {**dict.fromkeys(CAUSE_NAMES, 0), "issue": 3, CAUSE_NAMES[dep]: 8}
     assert row.tolist() == [1, 2] and a.tolist() == [1, 5] and b.tolist() == [4, 10] and code.tolist() == [dep, dep]
-    assert r.row_record[:, TL_SINCE].tolist() == [0, 1, 5]
+    assert r.row_record[:, TL_SINCE].tolist() == [0, 1, 5] == rec.since(rows).tolist()
 
 
 def test_chain_timeline_tiles_the_warp_with_the_breakdown_causes():
@@ -114,6 +120,11 @@ def test_dram_channel_requests_and_queue():
     assert tx[:, TX_CH_ARRIVE].tolist() == [0, 1]
     assert tx[:, TX_CH_START].tolist() == [0, 128]
     assert tx[:, TX_CH_END].tolist() == [128, 256]
+    rec = recording(r, inp)                                    # the same, read by name
+    assert rec.l2_slices().tx.size == 0
+    dram = rec.dram_channels()
+    assert (dram.tx.tolist(), dram.where.tolist(), dram.arrive.tolist(), dram.start.tolist(), dram.end.tolist()) == \
+        ([0, 1], [0, 0], [0, 1], [0, 128], [128, 256])
     doc = trace_events(r, inp)
     served = [(e["ts"], e["dur"], e["name"]) for e in doc["traceEvents"] if e["ph"] == "X" and e["pid"] == PID_DRAM]
     assert served == [(0, 128, "read 128 B"), (128, 128, "read 128 B")]

@@ -112,7 +112,7 @@ def test_the_report_names_the_l1_the_kernel_gets():
     """The bundled example on sm_90: the report's L1 line and the JSON fields give the size
     l1_data_bytes computes for its launch, and the carveout is the rest of the 256 KB array."""
     from teg.engine import load_inputs
-    from teg.report.tables import result_text
+    from teg.report.summary import summary_data, summary_text
     from teg.resources import traces_dir
 
     ex = load_inputs(sass=traces_dir() / "matmul_abt.sm_90.sass",
@@ -123,9 +123,9 @@ def test_the_report_names_the_l1_the_kernel_gets():
     expect = l1_data_bytes(m, info.threads_per_block, info.nregs, info.shmem,
                            occupancy(m, info.threads_per_block, info.nregs, info.shmem).blocks)
     r = run(lower(prog, kt, m, Options()))
-    d = r.to_dict()
+    d = summary_data(r)
     assert d["l1_bytes"] == expect and d["shared_carveout_bytes"] == m.memory.l1.size_bytes - expect
-    assert f"L1          {expect // KB} KB per SM (the driver's {(256 * KB - expect) // KB} KB" in result_text(r)
+    assert f"L1          {expect // KB} KB per SM (the driver's {(256 * KB - expect) // KB} KB" in summary_text(r)
 
 
 @pytest.mark.parametrize("table,pct,carve_kb,blocks", [

@@ -15,7 +15,7 @@ def example():
 
 
 def test_warp_sweep_rows(example):
-    rows = sweep(example.program, example.kernel_trace, example.machine, Options(), warps=[1, 2, 4, 8])
+    rows = sweep(example, Options(), warps=[1, 2, 4, 8])
     assert [r.warps for r in rows] == [1, 2, 4, 8]
     assert rows[0].speedup == pytest.approx(1.0)
     per_warp = rows[0].instructions
@@ -28,21 +28,21 @@ def test_warp_sweep_rows(example):
 
 
 def test_sweep_point_equals_direct_run(example):
-    rows = sweep(example.program, example.kernel_trace, example.machine, Options(), warps=[4])
+    rows = sweep(example, Options(), warps=[4])
     direct = run(lower(example.program, example.kernel_trace, example.machine, Options(warps=4)))
     assert rows[0].cycles == direct.cycles
 
 
 def test_block_sweep(example):
-    rows = sweep(example.program, example.kernel_trace, example.machine, Options(), blocks=[1, 2])
+    rows = sweep(example, Options(), blocks=[1, 2])
     assert [(r.blocks, r.warps) for r in rows] == [(1, 8), (2, 16)]
 
 
 def test_more_warps_than_the_trace_reuse_streams(example):
-    rows = sweep(example.program, example.kernel_trace, example.machine, Options(), warps=[64])
+    rows = sweep(example, Options(), warps=[64])
     assert rows[0].warps == 64 and rows[0].instructions == 64 * (example.kernel_trace.warp_start[1])
 
 
 def test_sweep_needs_one_axis(example):
     with pytest.raises(ValueError):
-        sweep(example.program, example.kernel_trace, example.machine, warps=[1], blocks=[1])
+        sweep(example, warps=[1], blocks=[1])

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from teg.analysis.whatif import whatif
+from teg.report.whatif import whatif_data
 from teg.engine import MECHANISMS, Options, load_inputs, lower
 from teg.engine.handmade import make_input
 from teg.engine.codes import DEP_BASE, DEP_SHARED, MEM_SHARED
@@ -41,5 +42,5 @@ def test_example_whatif_bank_conflicts_matter():
     assert rows[0].mechanism == "baseline"
     assert by["bank_conflicts"].saved > 0
     assert by["all"].cycles < by["baseline"].cycles
-    d = rows[1].to_dict()
+    d = whatif_data(rows)[1]
     assert set(d) >= {"mechanism", "cycles", "saved", "speedup"}

@@ -383,8 +383,9 @@ def peak_rss_mb() -> float | None:
 
 
 def estimate_launch(program, kt, machine, sms: int) -> dict:
-    from teg.engine import Options, lower, run
-    res = run(lower(program, kt, machine, Options(sms=sms)))
+    from teg.engine import KernelInputs, Options
+    from teg.engine.runner import run_kernel
+    res = run_kernel(KernelInputs(program=program, kernel_trace=kt, machine=machine), Options(sms=sms)).result
     return {"cycles": float(res.cycles), "engine_instructions": int(res.instructions), "stalls": _stalls(res)}
 
 

@@ -243,8 +243,10 @@ def trace(kind: str, arch: str, kernel: str, grid, block, args: list, tag: str, 
 
 
 def engine(prog, kt, m, record_timeline=False, **opts):
-    from teg.engine import Options, lower, run
-    return run(lower(prog, kt, m, Options(sms=m.num_sms, record_timeline=record_timeline, **opts)))
+    from teg.engine import KernelInputs, Options
+    from teg.engine.runner import run_kernel
+    return run_kernel(KernelInputs(program=prog, kernel_trace=kt, machine=m),
+                      Options(sms=m.num_sms, record_timeline=record_timeline, **opts)).result
 
 
 def _stalls(res) -> dict:
@@ -271,8 +273,8 @@ def predict_stream(p: Point):
         prog, kt = trace("stream", arch, kname, grid, bs, args, f"g{grid}b{bs}")
         # the benchmark's 9 % preferred carveout: 16 KB for 2 blocks of 6 KB + 1 KB reserved
         res = engine(prog, kt, m, shared_carveout=STREAM_CARVEOUT_PCT)
-        if res.meta["occupancy"]["blocks_per_sm"] != 2:
-            raise ValueError(f"stream kernels should reside 2 per SM, got {res.meta['occupancy']}")
+        if res.setup.occupancy.blocks_per_sm != 2:
+            raise ValueError(f"stream kernels should reside 2 per SM, got {res.setup.occupancy}")
         runs.append((n, res))
     (n1, r1), (n2, r2) = runs
     cyc = r2.cycles - r1.cycles

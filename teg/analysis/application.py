@@ -24,7 +24,7 @@ import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from teg import TegError, UnknownOpcodeWarning
+from teg import TegError, UnknownOpcodeWarning, error_line
 from teg.engine.options import MECHANISMS, Options
 
 KERNEL_FILE_ID = re.compile(r"kernel-(\d+)")
@@ -285,6 +285,27 @@ def load_kernel(ref: KernelRef):
     return trace.kernels[ref.index]
 
 
+def application_kernels(path, kernel: str | None, progress: bool = False):
+    """For ``teg trace info``: None when ``path`` holds one kernel and nothing is missing, else
+    (refs, kernel traces, memcpy, missing) of the kernels ``kernel`` selects, loaded in launch
+    order (with ``progress``, a progress bar when tqdm is installed)."""
+    from teg.analysis.executors import progress_bar
+
+    whole = open_application(path)
+    if len(whole.kernels) <= 1 and not whole.missing:
+        return None
+    app = select(whole, kernel)
+    bar = progress_bar(len(app.kernels), "kernels") if progress else None
+    kernels = []
+    for ref in app.kernels:
+        kernels.append(load_kernel(ref))
+        if bar is not None:
+            bar.update(1)
+    if bar is not None:
+        bar.close()
+    return app.kernels, kernels, app.memcpy, app.missing
+
+
 def program_for(sass: str, name: str):
     """The function of the SASS file ``sass`` whose mangled or demangled name is ``name``."""
     programs = _programs(sass, _stamp(Path(sass)))
@@ -320,15 +341,25 @@ def _kernel_row(ref: KernelRef, task: KernelTask) -> dict:
             "error": None, "warnings": []}
 
 
+def kernel_inputs_of(ref: KernelRef, sass: str | None = None, machine: str | None = None):
+    """The :class:`~teg.engine.kernel_inputs.KernelInputs` of an application's kernel: the kernel
+    loaded (:func:`load_kernel`), its function of the SASS file ``sass`` when given, and the
+    machine (None: the table the kernel's binary version suggests)."""
+    from teg.engine.kernel_inputs import load_inputs
+
+    kt = load_kernel(ref)
+    program = program_for(sass, kt.info.name) if sass else None
+    return load_inputs(sass=program, trace=kt, machine=machine)
+
+
 def _estimate_into(row: dict, task: KernelTask) -> None:
     from teg.analysis.whatif import whatif
-    from teg.engine import load_inputs, lower, run
+    from teg.engine.run import run
+    from teg.engine.runner import lower_kernel
 
-    kt = load_kernel(task.ref)
-    program = program_for(task.sass, kt.info.name) if task.sass else None
-    f = load_inputs(sass=program, trace=kt, machine=task.machine)
-    inp = lower(f.program, kt, f.machine, task.options)
-    clk = inp.meta.get("clock_mhz")
+    f = kernel_inputs_of(task.ref, task.sass, task.machine)
+    inp = lower_kernel(f, task.options)
+    clk = inp.setup.clock_mhz
     row.update({"machine": f.machine.name, "clock_mhz": clk})
     if task.whatif is not None:
         rows = whatif(inp, task.whatif or None)
@@ -356,15 +387,6 @@ def run_kernel_task(task: KernelTask) -> dict:
             row["error"] = error_line(exc)
     row["warnings"] = sorted({str(w.message) for w in caught if issubclass(w.category, UnknownOpcodeWarning)})
     return row
-
-
-def error_line(exc: BaseException) -> str:
-    """One line naming the failure: the message of a :class:`TegError` (and of the file errors the
-    CLI reports the same way), else the exception's class and message."""
-    msg = str(exc).replace("\n", " ").strip()
-    if isinstance(exc, (TegError, FileNotFoundError, LookupError)):
-        return msg or exc.__class__.__name__
-    return f"{exc.__class__.__name__}: {msg}" if msg else exc.__class__.__name__
 
 
 def tasks_for(app: Application, machine: str | None = None, options: Options | None = None,
@@ -477,4 +499,5 @@ def estimate_application(app: Application, machine: str | None = None, options: 
 
 __all__ = ["Application", "ApplicationError", "ApplicationReport", "KernelRef", "KernelTask",
            "open_application", "select", "short_name", "kernel_matcher", "run_kernel_task", "tasks_for",
-           "summarize", "estimate_application", "load_kernel", "largest_stall", "error_line"]
+           "summarize", "estimate_application", "load_kernel", "largest_stall", "kernel_inputs_of",
+           "application_kernels"]

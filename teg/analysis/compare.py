@@ -95,15 +95,15 @@ def run_models(profile: KernelProfile, params: ModelParams, models: Iterable[str
 
 
 def engine_row(program, kernel_trace, machine, options=None) -> Row:
-    """The engine's estimate (``teg.engine.estimate``) as a row; a note when the engine is absent."""
-    try:
-        from teg.engine import estimate
-    except ImportError:
-        return Row(model="engine", cycles=None, note="teg.engine.estimate is not available")
-    result = estimate(sass=program, trace=kernel_trace, machine=machine, options=options)
+    """The engine's estimate (:func:`teg.engine.runner.run_kernel`) as a row."""
+    from teg.engine.kernel_inputs import load_inputs
+    from teg.engine.runner import run_kernel
+
+    result = run_kernel(load_inputs(sass=program, trace=kernel_trace, machine=machine), options).result
     cycles = float(result.cycles)
+    occ = result.setup.occupancy if result.setup is not None else None
     metrics = {"instructions": result.instructions, "ipc": result.ipc,
-               "stalls": dict(result.stalls), "occupancy": result.meta.get("occupancy")}
+               "stalls": dict(result.stalls), "occupancy": occ.to_dict() if occ is not None else None}
     return Row(model="engine", cycles=cycles, seconds=cycles / (machine.clock_mhz * 1e6), metrics=plain(metrics))
 
 

@@ -40,16 +40,16 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-import multiprocessing
 import os
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from teg import TegError
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
 
 EXECUTORS = ("local", "dask")
 PARENT_POLL_S = 0.5     # how often a worker checks that its parent still runs
@@ -237,6 +237,10 @@ def stop_workers(pool: ProcessPoolExecutor) -> None:
 
 
 def _local(fn, items: list, jobs: int, head_s: float) -> Iterator[tuple[int, Any]]:
+    import multiprocessing      # here, not at the top: a command that runs one kernel never starts a pool
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures.process import BrokenProcessPool
+
     if jobs <= 1:
         for i, item in enumerate(items):
             yield i, fn(item)

@@ -9,28 +9,29 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from teg.engine.lower import lower
+from teg.engine.kernel_inputs import KernelInputs
 from teg.engine.options import Options
-from teg.engine.run import run
+from teg.engine.runner import run_kernel
+from teg.engine.setup import RunSetup
 
 
 @dataclass(frozen=True)
 class SweepRow:
+    """One point: ``warps`` on one SM (``blocks``: the blocks, in a block sweep), its cycles and
+    instructions, ``throughput`` (warp instructions per cycle) and ``speedup`` (throughput over the
+    first point's); the run's ``setup`` and ``stalls`` for the views."""
+
     warps: int
     blocks: int | None
     cycles: int
     instructions: int
     throughput: float        # warp instructions per cycle
     speedup: float           # throughput / throughput of the first row
-    meta: dict = field(default_factory=dict, compare=False, repr=False)   # the run's (lowering's) meta
+    setup: RunSetup | None = field(default=None, compare=False, repr=False)   # the run's set-up
     stalls: dict = field(default_factory=dict, compare=False, repr=False)  # the run's stall breakdown
 
-    def to_dict(self) -> dict:
-        return {"warps": self.warps, "blocks": self.blocks, "cycles": self.cycles,
-                "instructions": self.instructions, "throughput": self.throughput, "speedup": self.speedup}
 
-
-def sweep(program, kernel_trace, machine, options: Options | None = None, warps=None, blocks=None) -> list[SweepRow]:
+def sweep(inputs: KernelInputs, options: Options | None = None, warps=None, blocks=None) -> list[SweepRow]:
     """One row per value of ``warps`` (N warps on one SM) or of ``blocks`` (B blocks on one SM)."""
     options = options or Options()
     if (warps is None) == (blocks is None):
@@ -41,12 +42,12 @@ def sweep(program, kernel_trace, machine, options: Options | None = None, warps=
     for p in points:
         opt = replace(options, warps=p, blocks=None) if warps is not None else replace(options, warps=None, blocks=p,
                                                                                          blocks_per_sm=p)
-        inp = lower(program, kernel_trace, machine, opt)
-        r = run(inp)
+        est = run_kernel(inputs, opt)
+        r = est.result
         thr = r.instructions / r.cycles if r.cycles else 0.0
         if first is None:
             first = thr
-        rows.append(SweepRow(warps=int(inp.meta["warps"]), blocks=None if warps is not None else p, cycles=r.cycles,
-                             instructions=r.instructions, throughput=thr, speedup=thr / first if first else 0.0,
-                             meta=r.meta, stalls=r.stalls))
+        rows.append(SweepRow(warps=int(est.lowered.setup.warps), blocks=None if warps is not None else p,
+                             cycles=r.cycles, instructions=r.instructions, throughput=thr,
+                             speedup=thr / first if first else 0.0, setup=r.setup, stalls=r.stalls))
     return rows

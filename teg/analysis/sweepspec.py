@@ -34,14 +34,14 @@ import hashlib
 import json
 import os
 import warnings
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import yaml
 
 from teg import TegError, UnknownOpcodeWarning
-from teg.analysis.application import (Application, KernelRef, error_line, largest_stall, load_kernel,
-                                      open_application, program_for, select)
+from teg import error_line
+from teg.analysis.application import Application, KernelRef, kernel_inputs_of, largest_stall, open_application, select
 from teg.engine.options import MECHANISMS, Options, OptionsError
 
 SPEC_KEYS = ("traces", "trace", "sass", "kernels", "machines", "machine", "warps", "whatif", "options")
@@ -109,6 +109,15 @@ class SweepSpec:
     warps: list[int | None]
     whatifs: list[tuple[str, ...]]
     options: Options
+
+    @classmethod
+    def of_application(cls, trace, sass=None, kernels: str | None = None, machine: str | None = None,
+                       warps=(), options: Options | None = None) -> "SweepSpec":
+        """``teg sweep --trace APP [--kernel …] --warps …`` as a sweep file would say it: one
+        application, one machine (None: ``auto``), the warp counts, no what-if."""
+        trace = str(trace)
+        return cls(path="(command line)", traces=[(trace, trace, sass, sass)], kernels=kernels,
+                   machines=[machine or "auto"], warps=list(warps), whatifs=[()], options=options or Options())
 
 
 def _lines(node) -> dict:
@@ -329,24 +338,15 @@ def _point_row(pt: SweepPoint) -> dict:
 
 
 def _run_point_into(row: dict, pt: SweepPoint) -> None:
-    from teg.engine import load_inputs, lower, run
-    from teg.engine.lowered import with_record_order, with_replay, with_switches
+    from teg.analysis.whatif import without
+    from teg.engine.runner import lower_kernel
 
-    kt = load_kernel(pt.ref)
-    program = program_for(pt.sass, kt.info.name) if pt.sass else None
-    f = load_inputs(sass=program, trace=kt, machine=None if pt.machine == "auto" else pt.machine)
+    f = kernel_inputs_of(pt.ref, pt.sass, None if pt.machine == "auto" else pt.machine)
     opts = replace(pt.options, warps=pt.warps) if pt.warps is not None else pt.options
-    inp = lower(f.program, kt, f.machine, opts)
+    inp = lower_kernel(f, opts)
     row["machine_table"] = f.machine.name
-    if not pt.removed:
-        r = run(inp)
-        row.update(schedule="free", baseline_cycles=r.cycles)
-    else:
-        base = run(with_record_order(inp))
-        changed = with_switches(inp, **{m: False for m in pt.removed})
-        free, replay = run(changed), run(with_replay(changed, base.order))
-        r = free if free.cycles <= replay.cycles else replay
-        row.update(schedule="free" if r is free else "replay", baseline_cycles=base.cycles)
+    r, schedule, base = without(inp, pt.removed)
+    row.update(schedule=schedule, baseline_cycles=base)
     cause, cyc = largest_stall(r.stalls)
     row.update(status="ok", cycles=r.cycles, time_us=r.time_us, instructions=r.instructions, ipc=r.ipc,
                top_stall=cause, top_stall_cycles=cyc)
@@ -364,3 +364,82 @@ def run_point(pt: SweepPoint) -> dict:
             row["error"] = error_line(exc)
     row["warnings"] = "; ".join(sorted({str(w.message) for w in caught if issubclass(w.category, UnknownOpcodeWarning)}))
     return {c: row.get(c) for c in COLUMNS}
+
+
+# ---- a whole sweep --------------------------------------------------------------------------------
+
+@dataclass
+class SweepOutcome:
+    """What :func:`run_spec` did: ``rows`` (one per point, in the spec's order, every column of
+    :data:`COLUMNS`), how many points ``ran`` now and how many were ``already`` in the output,
+    the ``failed`` points, the kernels listed but ``missing`` (trace as written, kernel) and the
+    files it ``wrote`` (the CSV, and its Parquet copy)."""
+
+    rows: list[dict]
+    ran: int
+    already: int = 0
+    failed: int = 0
+    missing: list[tuple[str, KernelRef]] = field(default_factory=list)
+    wrote: list[str] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        """Every point ran and every listed kernel was there."""
+        return not self.failed and not self.missing
+
+
+def run_spec(spec: SweepSpec, executor, output: str | Path | None = None, retry_failed: bool = False,
+             force: bool = False, warn=None, on_missing=None) -> SweepOutcome:
+    """Run every point of ``spec`` on ``executor`` (:class:`teg.analysis.executors.Executor`).
+
+    With ``output`` (a ``.csv``), the sweep is resumable: the table is opened (a partial last line an
+    interrupted run left is cut off), points whose experiment key is already there are skipped
+    (failed ones too, unless ``retry_failed``), each point's row is appended as it completes, and a
+    Parquet copy is written beside it when pyarrow is installed (its target checked before any
+    point runs). Before any point runs, ``on_missing(trace, kernels)`` is called for each trace
+    with kernels listed but missing, and ``warn(line)`` for a partial line cut off the output."""
+    from teg.analysis.rowlog import RowLog, RowLogError, check_parquet_target, write_parquet
+
+    warn = warn or (lambda line: None)
+    on_missing = on_missing or (lambda trace, kernels: None)
+    parquet = None
+    if output is not None:
+        output = Path(output)
+        if output.suffix.lower() == ".parquet":
+            raise RowLogError(f"{output}: -o names the CSV table a sweep appends to and resumes from (a Parquet "
+                              "copy is written beside it): give a name ending in .csv")
+        try:
+            import pyarrow  # noqa: F401
+            parquet = output.with_suffix(".parquet")
+            check_parquet_target(parquet, force)        # before any point runs, not after all of them
+        except ImportError:
+            parquet = None                             # pyarrow (optional) not installed: CSV only
+    pts, apps = points(spec)
+    missing = [(t, k) for t, a in apps for k in a.missing]
+    for t, a in apps:
+        if a.missing:
+            on_missing(t, a.missing)
+    if output is None:
+        rows = executor.map(run_point, pts, desc="points")
+        return SweepOutcome(rows=rows, ran=len(pts), failed=sum(r["status"] != "ok" for r in rows), missing=missing)
+    with RowLog(output, COLUMNS, KEY_COLUMNS, force=force) as log:
+        if log.dropped:
+            warn(f"{output}: cut off a partial last line ({log.dropped} bytes) left by an interrupted run")
+        todo, seen = [], set()
+        for p in pts:                              # each experiment once, even when listed twice
+            if p.key not in seen and not _recorded(log.rows.get((p.key,)), retry_failed):
+                todo.append(p)
+            seen.add(p.key)
+        for _, row in executor.run(run_point, todo, desc="points"):
+            log.append(row)
+        rows = [log.rows[(p.key,)] for p in pts]
+    wrote = [str(output)]
+    if parquet is not None:
+        wrote.append(str(write_parquet(rows, COLUMNS, parquet, INT_COLUMNS, FLOAT_COLUMNS, force=force)))
+    return SweepOutcome(rows=rows, ran=len(todo), already=len(pts) - len(todo),
+                        failed=sum(r["status"] != "ok" for r in rows), missing=missing, wrote=wrote)
+
+
+def _recorded(row: dict | None, retry_failed: bool) -> bool:
+    """A point already in the output: done, or failed (unless ``retry_failed``)."""
+    return row is not None and (row["status"] == "ok" or not retry_failed)

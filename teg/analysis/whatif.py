@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 from teg.engine.lowered import EngineInput, with_record_order, with_replay, with_switches
 from teg.engine.options import MECHANISMS
+from teg.engine.result import Result
 from teg.engine.run import run
 
 SCHEDULES = ("free", "replay")
@@ -57,16 +58,26 @@ class WhatIfRow:
         mechanism; the flag stays as a guard that the report shows if it ever happens."""
         return self.saved < 0
 
-    def to_dict(self) -> dict:
-        return {"mechanism": self.mechanism, "description": self.description, "cycles": self.cycles,
-                "saved": self.saved, "speedup": self.speedup, "schedule": self.schedule,
-                "free_cycles": self.free_cycles, "replay_cycles": self.replay_cycles}
+
+def without(inp: EngineInput, removed: tuple[str, ...], base: Result | None = None) -> tuple[Result, str, int]:
+    """The run of ``inp`` with the mechanisms ``removed`` (none: the baseline itself): the better of
+    a free re-simulation and a replay of the baseline's issue order (module docstring). Returns
+    that run, which schedule gave it (``free`` on ties) and the baseline's cycles. ``base``: the
+    baseline run with its order recorded (:func:`teg.engine.lowered.with_record_order`), when the
+    caller has it."""
+    if not removed:
+        r = run(inp) if base is None else base
+        return r, "free", r.cycles
+    base = base if base is not None else run(with_record_order(inp))
+    changed = with_switches(inp, **{m: False for m in removed})
+    free, replay = run(changed), run(with_replay(changed, base.order))
+    return (free, "free", base.cycles) if free.cycles <= replay.cycles else (replay, "replay", base.cycles)
 
 
 def whatif(inp: EngineInput, mechanisms: tuple[str, ...] | None = None) -> list[WhatIfRow]:
     """Rows: ``baseline`` first, then each mechanism removed alone, then ``all`` removed.
     ``saved = baseline - cycles``; ``speedup = baseline / cycles``; each variant is the better of
-    a free re-simulation and a replay of the baseline's issue order (module docstring)."""
+    a free re-simulation and a replay of the baseline's issue order (:func:`without`)."""
     names = tuple(mechanisms) if mechanisms is not None else tuple(MECHANISMS)
     base_run = run(with_record_order(inp))
     base = base_run.cycles
@@ -77,12 +88,12 @@ def whatif(inp: EngineInput, mechanisms: tuple[str, ...] | None = None) -> list[
                          speedup=base / cycles if cycles else float("inf"),
                          schedule="free" if free <= replay else "replay", free_cycles=free, replay_cycles=replay)
 
-    def variant(name, desc, switches):
-        changed = with_switches(inp, **switches)
+    def variant(name, desc, removed):
+        changed = with_switches(inp, **{m: False for m in removed})
         return row(name, desc, run(changed).cycles, run(with_replay(changed, base_run.order)).cycles)
 
     rows = [row("baseline", "all mechanisms modelled", base, base)]
     for m in names:
-        rows.append(variant(m, MECHANISMS[m], {m: False}))
-    rows.append(variant("all", "all of the above removed", {m: False for m in names}))
+        rows.append(variant(m, MECHANISMS[m], (m,)))
+    rows.append(variant("all", "all of the above removed", names))
     return rows

@@ -678,12 +678,12 @@ class Session:
 
     def _estimate(self, compiled, folder: Path, entry: dict) -> float:
         """teg's estimate (µs) of the launch whose trace ``entry`` was written under ``folder``."""
-        from teg.engine import Options, load_inputs, lower, run
+        from teg.engine.kernel_inputs import load_inputs
+        from teg.engine.runner import run_kernel
         from teg.trace.native import load_kernel_folder
 
         kt = load_kernel_folder(folder, entry)
-        f = load_inputs(sass=compiled.program, trace=kt, machine=self.machine)
-        r = run(lower(f.program, kt, f.machine, Options()))
+        r = run_kernel(load_inputs(sass=compiled.program, trace=kt, machine=self.machine)).result
         return float(r.time_us or 0.0)
 
     # ---- progress (a terminal only) --------------------------------------------------------------

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from teg import TegError
-from teg.cli import main, user_errors
+from teg.cli.errors import user_errors
 
 # The intermediate metrics the text view shows per model (all of them are in --json).
 KEY_METRICS = {
@@ -67,7 +67,7 @@ def format_comparison(cmp) -> str:
     return "\n".join(lines)
 
 
-@main.command("compare")
+@click.command("compare")
 @click.option("--sass", "sass", type=click.Path(path_type=Path), default=None,
               help="SASS text (cuobjdump/nvdisasm) or a cubin/executable; optional, the trace is joined to it")
 @click.option("--trace", "trace_path", required=True, type=click.Path(path_type=Path),

@@ -8,10 +8,10 @@ import json
 import click
 import yaml
 
-from teg.cli import main, user_errors
+from teg.cli.errors import user_errors
 
 
-@main.group(invoke_without_command=True)
+@click.group(invoke_without_command=True)
 @click.pass_context
 @user_errors
 def machines(ctx: click.Context) -> None:

@@ -9,7 +9,7 @@ import sys
 import click
 
 from teg import TegError
-from teg.cli import EXIT_UNKNOWN_OPCODES, main, user_errors
+from teg.cli.errors import EXIT_UNKNOWN_OPCODES, user_errors
 from teg.sass import Program, parse_file
 from teg.sass.summary import kernel_summary
 
@@ -89,7 +89,7 @@ def _text_report(file: str, records: list[dict]) -> str:
     return "\n".join(lines)
 
 
-@main.command("parse")
+@click.command("parse")
 @click.argument("file")
 @click.option("--kernel", "kernel", metavar="NAME", help="Only this kernel (mangled or demangled name).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (docs/formats.md, 'teg parse --json').")

@@ -108,16 +108,18 @@ class EstimateReports:
         return with_records(inp, timeline=self.timeline_path is not None,
                             instructions=self.as_json or "instructions" in self.views)
 
-    def render(self, result, inp, program, options) -> str:
-        """Write the timeline and the plot, and return the text (or JSON) to print."""
-        from teg.report import result_text
+    def render(self, est) -> str:
+        """Write the timeline and the plot of ``est`` (:class:`teg.engine.runner.Estimate`), and
+        return the text (or JSON) to print: each view's text, or every view's data in one JSON."""
         from teg.report.instructions import instruction_rows, instructions_text
+        from teg.report.summary import summary_data, summary_text
 
+        result, inp, program = est.result, est.lowered, est.inputs.program
         if self.timeline_path:
             from teg.report.timeline import write_timeline
 
             n = write_timeline(self.timeline_path, result, inp, self.window,
-                               options=dict(asdict(options), record_timeline=True), force=self.force)
+                               options=dict(asdict(est.options), record_timeline=True), force=self.force)
             click.echo(f"teg: timeline of {n:,} events in {self.timeline_path} (open it at ui.perfetto.dev; "
                        "1 us = 1 cycle)", err=True)
         if self.plot_path:
@@ -125,10 +127,10 @@ class EstimateReports:
 
             stall_figure(result, self.plot_path, force=self.force)
         if self.as_json:
-            d = result.to_dict()
+            d = summary_data(result)
             d["instructions"] = instruction_rows(result, inp, program)
             return json.dumps(d, indent=2)
-        parts = [result_text(result, views=self.views)] if {"summary", "stalls"} & set(self.views) else []
+        parts = [summary_text(result, views=self.views)] if {"summary", "stalls"} & set(self.views) else []
         if "instructions" in self.views:
             parts.append(instructions_text(instruction_rows(result, inp, program)))
         return "\n\n".join(parts)

@@ -1,7 +1,7 @@
 """``teg trace``: inspect and convert instruction traces (Accel-Sim text ↔ native format).
 
-The click group is exposed as :data:`trace_group` so other modules can add subcommands
-(``teg trace run`` lives with the functional emulator).
+The click group is :data:`trace_group`; ``teg trace run`` (the functional emulator), ``teg trace
+app`` and ``teg trace cache`` live in modules of their own, imported when they run.
 """
 
 from __future__ import annotations
@@ -12,12 +12,14 @@ from pathlib import Path
 
 import click
 
-from teg.cli import EXIT_UNKNOWN_OPCODES, main, user_errors
+from teg.cli import LazyGroup
+from teg.cli.errors import EXIT_INCOMPLETE, EXIT_UNKNOWN_OPCODES, user_errors
 
 LARGE_INPUT_BYTES = 16 << 20    # show a progress bar (tqdm, if installed) above this input size
 
 
-@main.group("trace")
+@click.group("trace", cls=LazyGroup, lazy={"run": "teg.cli.trace_run:trace_run", "app": "teg.cli.trace_app:trace_app",
+                                           "cache": "teg.cli.trace_cache:trace_cache"})
 def trace_group() -> None:
     """Inspect and convert instruction traces (NVBit/Accel-Sim text, teg native)."""
 
@@ -69,10 +71,10 @@ def trace_info(path: Path, as_json: bool, machine: str | None, kernel_name: str 
     (several kernels, or kernels listed but missing) gets one line per kernel; missing kernels
     are named and make the exit status 1."""
     import teg.trace as tt
-    from teg.cli.application import EXIT_INCOMPLETE, application_kernels
+    from teg.analysis.application import application_kernels
     from teg.trace.summary import kernel_summary
 
-    found = application_kernels(path, kernel_name)       # None: one kernel, nothing missing
+    found = application_kernels(path, kernel_name, progress=True)    # None: one kernel, nothing missing
     if found is None:
         tr = tt.load(path, progress=_input_size(path) > LARGE_INPUT_BYTES)
         refs, memcpy, missing = [], tr.memcpy, []

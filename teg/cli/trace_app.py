@@ -9,11 +9,10 @@ from pathlib import Path
 
 import click
 
-from teg.cli import user_errors
-from teg.cli.trace import trace_group
+from teg.cli.errors import user_errors
 
 
-@trace_group.command("app", context_settings={"allow_interspersed_args": False})
+@click.command("app", context_settings={"allow_interspersed_args": False})
 @click.option("-o", "--out", required=True, type=click.Path(path_type=Path),
               help="trace folder (native format, one kernel per traced launch, launch order)")
 @click.option("--machine", default=None, help="machine table the program's GPU is (device properties, "

@@ -8,8 +8,7 @@ import time
 
 import click
 
-from teg.cli import user_errors
-from teg.cli.trace import trace_group
+from teg.cli.errors import user_errors
 
 
 def human_bytes(n: int) -> str:
@@ -43,7 +42,7 @@ def _kept_text(kept) -> str:
     return "; kept " + ", ".join(p for p in parts if p) if kept else ""
 
 
-@trace_group.command("cache")
+@click.command("cache")
 @click.option("--clear", is_flag=True, help="remove teg's entries (conversions still running, entries being read and "
               "anything teg did not write are kept)")
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")

@@ -6,13 +6,12 @@ from pathlib import Path
 
 import click
 
-from teg.cli import user_errors
-from teg.cli.trace import trace_group
+from teg.cli.errors import user_errors
 
 OUTPUTS_KIND = "emulator-outputs"     # teg.fileio marker kind of the buffers folder
 
 
-@trace_group.command("run")
+@click.command("run")
 @click.argument("source", type=click.Path(path_type=Path))
 @click.option("--kernel", "-k", default=None, help="kernel name (mangled, or the demangled name); "
               "optional when the file holds one kernel")

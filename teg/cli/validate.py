@@ -7,7 +7,7 @@ import json
 
 import click
 
-from teg.cli import main, user_errors
+from teg.cli.errors import user_errors
 
 
 def _warps(text: str | None) -> list[int] | None:
@@ -47,7 +47,7 @@ def _write_json(doc: dict, path: str, force: bool) -> None:
 _FORCE = click.option("--force", is_flag=True, help="overwrite the output even if teg did not write it")
 
 
-@main.group()
+@click.group()
 def validate() -> None:
     """Measured ground truth: run the validation suite on a GPU, predict it, report the error."""
 
@@ -143,7 +143,7 @@ def report_cmd(measured, predicted, machine, as_json, plots, error_basis):
             click.echo(doc["plots_note"])
 
 
-@main.command("calibrate")
+@click.command("calibrate")
 @click.argument("measured", type=click.Path(exists=True, dir_okay=False))
 @click.option("--base", default="sm_90", show_default=True, help="Machine table to extend (name or .yaml).")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Machine table to write (.yaml).")

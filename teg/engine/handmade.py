@@ -27,7 +27,7 @@ def make_input(*, lat_exec, lat_multi, lat_same, unit=None, dst=None, src=None, 
                l2_slices=0,
                l2_slice_bytes_per_clk=0.0, mshr_lines=0, iline=None, fetch_prefetch=0, cline=None,
                hashed=(False, False), tlb=None,
-               meta=None) -> EngineInput:
+               setup=None) -> EngineInput:
     """Build an :class:`EngineInput` by hand (tests, synthetic experiments).
 
     ``lat_*``, ``unit``, ``dst``/``src`` (lists of register-id lists) … describe the static
@@ -49,7 +49,8 @@ def make_input(*, lat_exec, lat_multi, lat_same, unit=None, dst=None, src=None, 
     ``switches`` maps mechanism names of :class:`teg.engine.Options` to booleans. ``ctrl`` holds
     per-static lists of control-code fields (``ctrl`` present, ``stall``, ``yield``, ``wbar``,
     ``rbar``, ``wait``), ``depbar`` / ``depbar_n`` (``DEPBAR.LE SBb, N``) and ``async`` (1 = cp.async
-    copy, 2 = group commit).
+    copy, 2 = group commit). ``setup`` is the :class:`teg.engine.setup.RunSetup` the reports read
+    (opcodes, PCs, the kernel's name; default: none, the instructions unnamed).
     """
     S = len(lat_exec)
     f64 = lambda x, d=0.0: np.asarray(x if x is not None else [d] * S, np.float64)  # noqa: E731
@@ -121,4 +122,4 @@ def make_input(*, lat_exec, lat_multi, lat_same, unit=None, dst=None, src=None, 
     grid = Grid(c_start=c_start, c_end=c_end, c_block=c_block, b_ctx_start=b_ctx_start,
                 sm_blocks_start=sm_blocks_start, sm_blocks=order,
                 sm_part=near_partitions(sms, l2_partitions, l2_partition_sms))
-    return EngineInput(static=static, rows=rows, grid=grid, scalars=sc, meta=dict(meta or {}))
+    return EngineInput(static=static, rows=rows, grid=grid, scalars=sc, setup=setup)

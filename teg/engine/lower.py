@@ -29,6 +29,7 @@ static instructions):
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 import warnings
 
 import numpy as np
@@ -41,6 +42,7 @@ from teg.engine.occupancy import OccupancyError, l1_data_bytes, occupancy, prefe
 from teg.engine.options import MECHANISMS, Options
 from teg.engine.records import REC_ROWS
 from teg.engine.scalars import scalars, tlb_scalars
+from teg.engine.setup import Residency, RunSetup
 from teg.machine.model import Machine, OpInfo
 from teg.memory.cache import cache_geometry
 from teg.memory.cachepolicy import bypasses_l1
@@ -620,22 +622,23 @@ def lower(program, kernel_trace, machine: Machine, options: Options | None = Non
                  dram_cycles_per_byte=1.0 / bytes_per_cycle, wavefront_cycles=sh.wavefront_cycles,
                  records=REC_ROWS if options.record_timeline else 0, record_order=options.record_order)
 
-    meta = {"kernel": name, "machine": machine.name, "clock_mhz": machine.clock_mhz, "opcodes": st["opcodes"],
-            "pcs": st["pcs"], "dependency_model": depmodel, "policy": options.policy, "sms": n_sms,
-            "warps": int(ctx_lens.shape[0]), "blocks": B, "notes": notes,
-            "occupancy": (occ.to_dict() if occ is not None else {"blocks_per_sm": resident,
-                                                                  "warps_per_sm": int(ctx_lens.shape[0]),
-                                                                  "limiter": "sweep" if kt is not None else "sass-only"}),
-            "units": unit_names, "threads_per_block": threads, "warps_per_block": wpb_real,
-            "busy_sms": int(max(busy, n_sms)),
-            "dealing": "dynamic" if whole_gpu else ("sweep" if sweep_mode else "round-robin"),
-            "waves": B / max(resident * n_sms, 1),
-            "l2_partitions": sc.l2_partitions, "l2_slices": sc.l2_slices,
-            "mshr_lines": sc.mshr_lines, "l1_bytes": int(max(l1_size, 0)),
-            "shared_carveout_bytes": (gm.l1.size_bytes - l1_size if gm.l1 is not None and gm.l1.shared_carveouts
-                                      else None)}
-    if options.blocks_per_sm is not None and meta["occupancy"] is not None:
-        meta["occupancy"] = dict(meta["occupancy"], blocks_per_sm=resident, limiter="--blocks-per-sm")
+    if occ is not None:
+        residency = Residency(blocks_per_sm=occ.blocks, warps_per_sm=occ.warps, limiter=occ.limiter,
+                              by_limit=dict(occ.by_limit))
+    else:
+        residency = Residency(blocks_per_sm=resident, warps_per_sm=int(ctx_lens.shape[0]),
+                              limiter="sweep" if kt is not None else "sass-only")
+    if options.blocks_per_sm is not None:
+        residency = replace(residency, blocks_per_sm=resident, limiter="--blocks-per-sm")
+    setup = RunSetup(
+        kernel=name, machine=machine.name, clock_mhz=machine.clock_mhz, opcodes=st["opcodes"], pcs=st["pcs"],
+        dependency_model=depmodel, policy=options.policy, sms=n_sms, warps=int(ctx_lens.shape[0]), blocks=B,
+        notes=notes, occupancy=residency, units=unit_names, threads_per_block=threads, warps_per_block=wpb_real,
+        busy_sms=int(max(busy, n_sms)),
+        dealing="dynamic" if whole_gpu else ("sweep" if sweep_mode else "round-robin"),
+        waves=B / max(resident * n_sms, 1), l2_partitions=sc.l2_partitions, l2_slices=sc.l2_slices,
+        mshr_lines=sc.mshr_lines, l1_bytes=int(max(l1_size, 0)),
+        shared_carveout_bytes=(gm.l1.size_bytes - l1_size if gm.l1 is not None and gm.l1.shared_carveouts else None))
     static = StaticTable(
         s_unit=s_unit, s_occ=s_occ, s_lat_exec=s_lat_exec, s_lat_multi=s_lat_multi, s_lat_same=s_lat_same,
         s_mem=s_mem, s_mem_lat=s_mem_lat, s_store=s_store, s_barrier=s_barrier, s_depcause=s_depcause,
@@ -658,4 +661,4 @@ def lower(program, kernel_trace, machine: Machine, options: Options | None = Non
         c_start=c_start, c_end=c_end, c_block=ctx_block.astype(np.int32), b_ctx_start=b_ctx_start,
         sm_blocks_start=sm_blocks_start, sm_blocks=order,
         sm_part=near_partitions(n_sms, sc.l2_partitions, gm.l2_partition_sms if sc.l2_partitions > 1 else None))
-    return EngineInput(static=static, rows=rows, grid=grid, scalars=sc, meta=meta)
+    return EngineInput(static=static, rows=rows, grid=grid, scalars=sc, setup=setup)

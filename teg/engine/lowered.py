@@ -22,11 +22,12 @@ what-ifs and replays need no second lowering.
 from __future__ import annotations
 
 from collections import namedtuple
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from teg.engine.scalars import Scalars, scalars
+from teg.engine.setup import RunSetup
 
 StaticTable = namedtuple("StaticTable", (
     "s_unit",           # int32 unit index
@@ -93,8 +94,8 @@ class EngineInput:
     scalars: Scalars
     # schedule-preserving replay: dynamic rows in the order to issue them (None = free scheduling)
     replay_order: np.ndarray | None = None
-    # descriptive (not used by the loop)
-    meta: dict = field(default_factory=dict)
+    # descriptive (not used by the loop): what lowering set up (None: built by hand, unnamed)
+    setup: RunSetup | None = None
 
     @property
     def chan_scale(self) -> np.ndarray:

@@ -1,5 +1,6 @@
 """``Result`` of one engine run: total cycles, the stall breakdown (one cause per cycle, summing to
-the total), per-PC statistics, occupancy and memory counters."""
+the total), per-PC statistics, memory counters, the run's set-up and per-SM outcome
+(:mod:`teg.engine.setup`). Its views — text and JSON side by side — are in :mod:`teg.report`."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from teg.engine.codes import CAUSE_NAMES, COUNTER_NAMES
+from teg.engine.setup import RunSetup, SmOutcome
 
 
 @dataclass
@@ -16,11 +18,13 @@ class Result:
 
     ``stalls`` maps every cause name (:data:`teg.engine.codes.CAUSE_NAMES`) to cycles; they sum to
     ``cycles``. ``pc_count`` / ``pc_wait`` are per static instruction (executions; cycles between
-    becoming a warp's next instruction and issuing). ``timeline`` holds the issue cycle of every
-    dynamic row when the run recorded it; ``order`` the dynamic rows in issue order (cycle, then
-    scheduler index) when the run recorded it (``record_order``) — the input of a replay run.
-    ``row_record`` / ``tx_record`` (``record_timeline``) and ``pc_causes`` (``record_instructions``)
-    are what the timeline and the instruction view read (layouts: :mod:`teg.engine.records`)."""
+    becoming a warp's next instruction and issuing). ``setup`` is what lowering set up (None for an
+    input built by hand without one), ``outcome`` what the run did per SM. ``timeline`` holds the
+    issue cycle of every dynamic row when the run recorded it; ``order`` the dynamic rows in issue
+    order (cycle, then scheduler index) when the run recorded it (``record_order``) — the input of
+    a replay run. ``row_record`` / ``tx_record`` (``with_records(inp, timeline=True)``) and
+    ``pc_causes`` (``with_records(inp, instructions=True)``, :func:`teg.engine.records.with_records`)
+    are what the timeline and the instruction view read, through :func:`teg.engine.records.recording`."""
 
     cycles: int
     instructions: int
@@ -30,7 +34,8 @@ class Result:
     pc_wait: np.ndarray
     sm_cycles: np.ndarray
     timeline: np.ndarray | None = None
-    meta: dict = field(default_factory=dict)
+    setup: RunSetup | None = None
+    outcome: SmOutcome | None = None
     order: np.ndarray | None = None
     row_record: np.ndarray | None = field(default=None, repr=False)
     tx_record: np.ndarray | None = field(default=None, repr=False)
@@ -43,7 +48,7 @@ class Result:
 
     @property
     def clock_mhz(self) -> float | None:
-        return self.meta.get("clock_mhz")
+        return self.setup.clock_mhz if self.setup is not None else None
 
     @property
     def time_us(self) -> float | None:
@@ -54,43 +59,14 @@ class Result:
     def stall_fractions(self) -> dict[str, float]:
         return {k: (v / self.cycles if self.cycles else 0.0) for k, v in self.stalls.items()}
 
-    def to_dict(self) -> dict:
-        """Plain-JSON view (per-PC table included when the input named its instructions)."""
-        d = {
-            "kernel": self.meta.get("kernel"),
-            "machine": self.meta.get("machine"),
-            "cycles": self.cycles,
-            "time_us": self.time_us,
-            "clock_mhz": self.clock_mhz,
-            "instructions": self.instructions,
-            "ipc": self.ipc,
-            "occupancy": self.meta.get("occupancy"),
-            "dependency_model": self.meta.get("dependency_model"),
-            "policy": self.meta.get("policy"),
-            "sms": self.meta.get("sms"),
-            "dealing": self.meta.get("dealing"),
-            "sm_blocks": self.meta.get("sm_blocks"),
-            "waves": self.meta.get("waves"),
-            "l1_bytes": self.meta.get("l1_bytes"),
-            "shared_carveout_bytes": self.meta.get("shared_carveout_bytes"),
-            "stalls": {k: v for k, v in self.stalls.items() if v},
-            "counters": self.counters,
-            "notes": self.meta.get("notes", []),
-        }
-        pcs = self.meta.get("pcs")
-        ops = self.meta.get("opcodes")
-        if pcs is not None and ops is not None:
-            d["per_pc"] = [{"pc": int(pcs[i]), "opcode": ops[i], "count": int(self.pc_count[i]),
-                            "wait": int(self.pc_wait[i])} for i in range(len(ops)) if self.pc_count[i]]
-        return d
-
 
 def make_result(cycles: int, stall: np.ndarray, counters: np.ndarray, pc_count, pc_wait, sm_end,
-                timeline, meta: dict, order: np.ndarray | None = None, **records) -> Result:
+                timeline, setup: RunSetup | None, outcome: SmOutcome, order: np.ndarray | None = None,
+                **records) -> Result:
     return Result(
         cycles=int(cycles),
         instructions=int(counters[0]),
         stalls={name: int(stall[i]) for i, name in enumerate(CAUSE_NAMES)},
         counters={name: int(counters[i]) for i, name in enumerate(COUNTER_NAMES)},
         pc_count=pc_count, pc_wait=pc_wait, sm_cycles=sm_end.astype(np.int64),
-        timeline=timeline, meta=meta, order=order, **records)
+        timeline=timeline, setup=setup, outcome=outcome, order=order, **records)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import signal
 import time
 from contextlib import contextmanager
+from dataclasses import replace
 
 import numpy as np
 
@@ -31,6 +32,7 @@ from teg.engine.core import Outputs, new_state, simulate
 from teg.engine.lowered import EngineInput
 from teg.engine.records import NTL, NTX, PC_STALL, REC_PCS, REC_ROWS, TL_ISSUE
 from teg.engine.result import Result, make_result
+from teg.engine.setup import SmOutcome
 from teg.engine.static import X_DST, X_NWAW, X_SRC
 
 
@@ -62,7 +64,7 @@ def run(inp: EngineInput) -> Result:
         order_out=np.zeros(inp.num_rows if sc.record_order else 0, np.int64),
         pcc=np.zeros((2, inp.num_static + 1 if attrib else 0, NUM_CAUSES), np.int64),
         tx_rec=np.full((inp.rows.tx_addr.shape[0] if record else 0, NTX), -1.0, np.float64))
-    kernel = inp.meta.get("kernel", "kernel")
+    kernel = inp.setup.kernel if inp.setup is not None else "kernel"
     if inp.grid.c_start.shape[0] == 0:
         raise EngineError("nothing to simulate: no warp has instructions")
     if inp.static.s_src.shape[1] > X_DST - X_SRC or inp.static.s_dst.shape[1] > X_NWAW - X_DST:
@@ -83,21 +85,22 @@ def run(inp: EngineInput) -> Result:
                           "resident yet (an order from another configuration?)")
     assert outcome == RUN_DONE, outcome
     stall, pcc, sm_end, order_out, timeline = out.stall, out.pcc, out.sm_end, out.order_out, out.timeline
-    meta = dict(inp.meta)
-    meta["sm_blocks"] = sm_end[:, 1].astype(np.int64).tolist()
+    sm_blocks = sm_end[:, 1].astype(np.int64).tolist()
     n_sms = sc.sms
-    cycles = add_kernel_launch(inp, cycles, stall, pcc, n_sms, meta)
+    launch = kernel_launch_cycles(inp)
+    cycles = add_kernel_launch(cycles, stall, pcc, n_sms, launch)
+    per_sm = SmOutcome(sm_blocks=sm_blocks, kernel_launch_cycles=launch)
     if n_sms > 1:
         # every SM's cycles are charged; the breakdown reported is the average busy SM's (an SM
         # that ran no block idles the whole kernel, all no_warp: it is left out, and said apart)
-        meta["sm_cycle_stalls"] = {name: int(stall[i]) for i, name in enumerate(CAUSE_NAMES)}
-        busy = sum(1 for b in meta["sm_blocks"] if b > 0) or n_sms
+        busy = sum(1 for b in sm_blocks if b > 0) or n_sms
+        per_sm = replace(per_sm, sm_cycle_stalls={name: int(stall[i]) for i, name in enumerate(CAUSE_NAMES)},
+                          stall_sms=busy)
         stall = stall.copy()
         stall[NO_WARP] -= (n_sms - busy) * int(cycles)
-        meta["stall_sms"] = busy
         stall = average_breakdown(stall, busy)
     return make_result(cycles, stall, out.counters, out.pc_count, out.pc_wait.astype(np.int64), sm_end[:, 0],
-                       timeline[:, TL_ISSUE].astype(np.int64) if record else None, meta,
+                       timeline[:, TL_ISSUE].astype(np.int64) if record else None, inp.setup, per_sm,
                        order_out if order_out.shape[0] else None,
                        row_record=timeline if record else None, tx_record=out.tx_rec if record else None,
                        pc_causes=pcc if attrib else None)
@@ -138,15 +141,16 @@ def _interrupts_held():
         _sigmask(signal.SIG_SETMASK, old)
 
 
-def add_kernel_launch(inp: EngineInput, cycles: int, stall: np.ndarray, pcc: np.ndarray, n_sms: int,
-                      meta: dict) -> int:
-    """The kernel's cycles with its launch and drain overhead (``kernel_launch_cycles`` beyond
-    what its SMs do, unless the ``kernel_launch`` switch is off): every simulated SM idles through
-    it, so each is charged that many ``no_warp`` cycles (``stall`` and the per-instruction
-    attribution ``pcc``'s no-instruction row, in place). Records the cycles added in
-    ``meta["kernel_launch_cycles"]``."""
-    k = int(round(inp.scalars.kernel_launch_cycles)) if inp.scalars.kernel_launch else 0
-    meta["kernel_launch_cycles"] = k
+def kernel_launch_cycles(inp: EngineInput) -> int:
+    """The kernel's launch and drain overhead beyond what its SMs do (``kernel_launch_cycles``;
+    0 with the ``kernel_launch`` switch off)."""
+    return int(round(inp.scalars.kernel_launch_cycles)) if inp.scalars.kernel_launch else 0
+
+
+def add_kernel_launch(cycles: int, stall: np.ndarray, pcc: np.ndarray, n_sms: int, k: int) -> int:
+    """The kernel's cycles with ``k`` cycles of launch and drain added (:func:`kernel_launch_cycles`):
+    every simulated SM idles through them, so each is charged that many ``no_warp`` cycles
+    (``stall`` and the per-instruction attribution ``pcc``'s no-instruction row, in place)."""
     if k <= 0:
         return cycles
     stall[NO_WARP] += k * n_sms

@@ -1,5 +1,13 @@
-"""teg.report — text tables and JSON/CSV views of results, what-ifs and sweeps."""
+"""Views of engine results: each view module holds a result's text and its JSON side by side —
+:mod:`~teg.report.summary` (one estimate), :mod:`~teg.report.instructions`,
+:mod:`~teg.report.timeline`, :mod:`~teg.report.whatif`, :mod:`~teg.report.sweep`,
+:mod:`~teg.report.application` — and :mod:`~teg.report.plots` draws them."""
 
-from teg.report.tables import result_text, sweep_text, to_csv, to_json, whatif_text
+from teg.report.summary import setup_lines, summary_data, summary_text
+from teg.report.sweep import sweep_csv, sweep_data, sweep_json, sweep_text
+from teg.report.whatif import whatif_csv, whatif_data, whatif_json, whatif_text
 
-__all__ = ["result_text", "whatif_text", "sweep_text", "to_json", "to_csv"]
+result_text = summary_text      # the name the Python API has used
+
+__all__ = ["summary_text", "summary_data", "result_text", "setup_lines", "whatif_text", "whatif_data", "whatif_json",
+           "whatif_csv", "sweep_text", "sweep_data", "sweep_json", "sweep_csv"]

@@ -9,7 +9,7 @@ import io
 import json
 
 from teg.analysis.application import ApplicationReport, KernelRef, short_name
-from teg.report.tables import _table
+from teg.report.layout import table as _table
 
 MISSING_SHOWN = 10     # missing kernels named in the text view (JSON lists all)
 
@@ -190,7 +190,7 @@ def _num(v) -> str:
 
 def points_csv(rows: list[dict], columns: tuple[str, ...]) -> str:
     """Sweep points as CSV (the columns of the ``-o`` file)."""
-    from teg.report.rowlog import csv_line
+    from teg.analysis.rowlog import csv_line
 
     data = csv_line(columns) + b"".join(csv_line([r.get(c) for c in columns]) for r in rows)
     return data.decode("utf-8", "surrogateescape")

@@ -26,7 +26,7 @@ import numpy as np
 from teg import TegError
 from teg.engine.codes import CAUSE_NAMES, ISSUE, NO_WARP
 from teg.engine.lowered import EngineInput
-from teg.engine.records import PC_STALL, PC_WAIT
+from teg.engine.recording import recording
 from teg.engine.result import Result
 
 VIEWS = ("summary", "stalls", "instructions")
@@ -77,22 +77,23 @@ def instruction_rows(result: Result, inp: EngineInput, program=None) -> list[dic
     ``loop``, ``executions``, ``wait_per_execution`` (cause → cycles), ``wait`` (total),
     ``stall_cycles`` (cause → cycles of the average SM, issue cycles excluded), ``stall_total``,
     ``stall_share`` (of all stall cycles)."""
-    pcc = result.pc_causes
-    if pcc is None:
+    rec = recording(result, inp)
+    if rec.pcs is None:
         raise ViewError("instruction view: the run did not record per-instruction waits "
                         "(run a copy made by teg.engine.records.with_records(inp, instructions=True))")
-    meta = result.meta
+    setup, outcome = result.setup, result.outcome
     n = inp.num_static
-    pcs = np.asarray(meta.get("pcs") if meta.get("pcs") is not None else np.arange(n), np.int64)
-    ops = list(meta.get("opcodes") or [f"#{s}" for s in range(n)])
+    named_pcs = setup.pcs if setup is not None else None
+    pcs = np.asarray(named_pcs if named_pcs is not None else np.arange(n), np.int64)
+    ops = list((setup.opcodes if setup is not None else None) or [f"#{s}" for s in range(n)])
     texts = ops
     if program is not None and len(program.instructions) == n:
         texts = [ins.text or ins.opcode for ins in program.instructions]
-    stall = pcc[PC_STALL].astype(np.float64)
-    sms = meta.get("stall_sms") or 1
-    if meta.get("stall_sms"):
+    stall = rec.pc_stalls().astype(np.float64)
+    sms = (outcome.stall_sms if outcome is not None else None) or 1
+    if outcome is not None and outcome.stall_sms:
         # as the breakdown (teg.engine.run): SMs that ran no block are left out, the rest averaged
-        stall[n, NO_WARP] -= (len(meta["sm_blocks"]) - sms) * result.cycles
+        stall[n, NO_WARP] -= (len(outcome.sm_blocks) - sms) * result.cycles
     stall /= sms
     stall[:, ISSUE] = 0.0
     total_stall = float(stall.sum()) or 1.0
@@ -101,7 +102,7 @@ def instruction_rows(result: Result, inp: EngineInput, program=None) -> list[dic
     out = []
     for s, mark in zip(order, marks):
         count = int(result.pc_count[s])
-        waits = pcc[PC_WAIT, s]
+        waits = rec.pc_waits()[s]
         out.append({
             "index": s, "pc": int(pcs[s]), "sass": texts[s], "opcode": ops[s], "loop": mark, "executions": count,
             "wait_per_execution": _by_cause(waits / count) if count else {}, "wait": int(waits.sum()),
@@ -128,7 +129,7 @@ def _top(d: dict, k: int = 2) -> str:
 
 def instructions_text(rows: list[dict]) -> str:
     """The instruction view as a text table (see :func:`instruction_rows`)."""
-    from teg.report.tables import _table
+    from teg.report.layout import table as _table
 
     body = []
     for r in rows:

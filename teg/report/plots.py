@@ -151,7 +151,7 @@ def sweep_figure(rows, path, measured: dict[int, float] | None = None, force: bo
     blocks = any(r.blocks is not None for r in rows)
     xs = [r.blocks if blocks else r.warps for r in rows]
     what = "blocks per SM" if blocks else "warps per SM"
-    stalls = [getattr(r, "stalls", None) or r.meta.get("stalls") for r in rows]
+    stalls = [r.stalls for r in rows]
     panels = 3 if all(stalls) else 2
     fig, axes = plt.subplots(1, panels, figsize=(5.2 * panels, 4.2))
     ax_c, ax_s = axes[0], axes[1]
@@ -172,8 +172,7 @@ def sweep_figure(rows, path, measured: dict[int, float] | None = None, force: bo
         ax.set_ylabel(ylabel)
         ax.grid(True, alpha=0.3)
         ax.legend()
-    meta = rows[0].meta or {}
-    ax_c.set_title(f"{meta.get('kernel', '')} on {meta.get('machine', '')}", fontsize=10)
+    ax_c.set_title(_kernel_on_machine(rows[0].setup), fontsize=10)
     if panels == 3:
         _stack(axes[2], [str(x) for x in xs], stalls)
         axes[2].set_xlabel(what)
@@ -183,7 +182,12 @@ def sweep_figure(rows, path, measured: dict[int, float] | None = None, force: bo
     return _save(fig, target, force)
 
 
-def whatif_figure(rows, path, meta: dict | None = None, force: bool = False) -> Path:
+def _kernel_on_machine(setup) -> str:
+    """``KERNEL on MACHINE`` of a run's set-up (:class:`teg.engine.setup.RunSetup`; blanks without one)."""
+    return f"{setup.kernel} on {setup.machine}" if setup is not None else " on "
+
+
+def whatif_figure(rows, path, setup=None, force: bool = False) -> Path:
     """The what-if savings (rows of :func:`teg.analysis.whatif.whatif`, baseline first): per
     mechanism a bar from the cycles without it up to the baseline, labelled with the cycles saved;
     the last bar all mechanisms removed together."""
@@ -207,8 +211,7 @@ def whatif_figure(rows, path, meta: dict | None = None, force: bool = False) -> 
     ax.invert_yaxis()
     ax.set_xlim(0, base * 1.25)
     ax.set_xlabel("cycles (each bar: from the cycles without the mechanism up to the baseline)")
-    m = meta or {}
-    ax.set_title(f"what each mechanism costs: {m.get('kernel', '')} on {m.get('machine', '')}", fontsize=10)
+    ax.set_title(f"what each mechanism costs: {_kernel_on_machine(setup)}", fontsize=10)
     ax.grid(True, axis="x", alpha=0.3)
     fig.tight_layout()
     return _save(fig, target, force)
@@ -219,10 +222,12 @@ def stall_figure(result, path, force: bool = False) -> Path:
     target = _target(path)
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(8.5, 2.8))
-    m = result.meta
-    _stack(ax, [m.get("kernel") or "kernel"], [{k: v for k, v in result.stalls.items() if v}], horizontal=True)
-    ax.set_xlabel("cycles (of the average SM that ran a block)" if m.get("stall_sms") else "cycles")
-    ax.set_title(f"{m.get('kernel', '')} on {m.get('machine', '')}: {result.cycles} cycles by stall cause", fontsize=10)
+    s = result.setup
+    _stack(ax, [s.kernel if s is not None else "kernel"], [{k: v for k, v in result.stalls.items() if v}],
+           horizontal=True)
+    several = result.outcome is not None and result.outcome.stall_sms
+    ax.set_xlabel("cycles (of the average SM that ran a block)" if several else "cycles")
+    ax.set_title(f"{_kernel_on_machine(s)}: {result.cycles} cycles by stall cause", fontsize=10)
     ax.legend(fontsize=7, ncol=2, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     return _save(fig, target, force)

@@ -31,9 +31,7 @@ import numpy as np
 from teg import TegError
 from teg.engine.codes import CAUSE_NAMES, MEM_SHARED, SCHEDULER
 from teg.engine.lowered import EngineInput
-from teg.engine.records import (TL_C1, TL_C2, TL_C3, TL_COPY, TL_END1, TL_END2, TL_END3, TL_ISSUE,
-                                TL_SCHED, TL_SINCE, TX_CH_ARRIVE, TX_CH_END, TX_CH_START, TX_CHAN,
-                                TX_SL_ARRIVE, TX_SL_END, TX_SL_START, TX_SLICE)
+from teg.engine.recording import Recording, recording
 from teg.engine.result import Result
 
 MAX_EVENTS = 1_000_000
@@ -145,12 +143,11 @@ def _row_context(inp: EngineInput) -> np.ndarray:
     return out
 
 
-def wait_segments(rec: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The non-empty wait segments of ``rows`` (issued rows of a row record), consecutive segments
+def wait_segments(rec: Recording, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The non-empty wait segments of ``rows`` (issued rows of a recording), consecutive segments
     of one row with the same cause merged: ``(row, start, end, cause code)`` arrays in row order."""
-    bounds = rec[rows][:, [TL_SINCE, TL_END1, TL_END2, TL_END3, TL_ISSUE]]
-    codes = np.column_stack([rec[rows][:, [TL_C1, TL_C2, TL_C3]].astype(np.int64),
-                             np.full(rows.shape[0], SCHEDULER, np.int64)])
+    bounds = rec.wait_bounds(rows)
+    codes = np.column_stack([rec.wait_causes(rows), np.full(rows.shape[0], SCHEDULER, np.int64)])
     a, b = bounds[:, :-1].ravel(), bounds[:, 1:].ravel()
     row, code = np.repeat(rows, 4), codes.ravel()
     keep = b > a
@@ -174,11 +171,11 @@ def _unit_tracks(keys: np.ndarray) -> tuple[list, np.ndarray]:
     return [(tuple(int(v) for v in k), int(t)) for k, t in zip(uniq, tids)], tids[inverse.ravel()]
 
 
-def _row_wavefronts(inp: EngineInput) -> np.ndarray:
+def _row_wavefronts(inp: EngineInput, rec: Recording) -> np.ndarray:
     """Shared-memory wavefronts each row occupied its unit for (1 for other rows), as the engine
     counts them with the run's bank-conflict switch."""
     shared = inp.static.s_mem[inp.rows.r_sidx] == MEM_SHARED
-    w = inp.rows.r_wave if inp.scalars.bank_conflicts else inp.rows.r_wave_min
+    w = inp.rows.r_wave if rec.bank_conflicts else inp.rows.r_wave_min
     return np.where(shared, np.maximum(w, 1), 1)
 
 
@@ -195,11 +192,11 @@ class _Rows:
     opname: np.ndarray      # opcode text (object array)
 
 
-def _issued_in(rec: np.ndarray, window: Window, chunk: int = 1 << 20) -> int:
+def _issued_in(rec: Recording, window: Window, chunk: int = 1 << 20) -> int:
     """Rows issued inside ``window``, counted in chunks of ``chunk`` rows."""
     n = 0
-    for a in range(0, rec.shape[0], chunk):
-        n += int(np.count_nonzero(window.holds(rec[a:a + chunk, TL_ISSUE])))
+    for a in range(0, rec.rows.shape[0], chunk):
+        n += int(np.count_nonzero(window.holds(rec.issue(slice(a, a + chunk)))))
     return n
 
 
@@ -220,19 +217,18 @@ def check_timeline_size(inp: EngineInput, window: Window, max_events: int = MAX_
             "teg more memory")
 
 
-def _issued_rows(rec: np.ndarray, inp: EngineInput, ops: list[str], S: int) -> _Rows:
-    rows = np.nonzero(rec[:, TL_ISSUE] >= 0)[0]
-    g = rec[rows, TL_SCHED].astype(np.int64)
+def _issued_rows(rec: Recording, inp: EngineInput, ops: list[str]) -> _Rows:
+    rows = rec.issued()
     sidx = inp.rows.r_sidx[rows]
-    return _Rows(rows=rows, sched=g, sm=g // S, ctx=_row_context(inp)[rows], sidx=sidx, issue=rec[rows, TL_ISSUE],
-                 opname=np.asarray(ops, dtype=object)[sidx])
+    return _Rows(rows=rows, sched=rec.scheduler(rows), sm=rec.sm(rows), ctx=_row_context(inp)[rows], sidx=sidx,
+                 issue=rec.issue(rows), opname=np.asarray(ops, dtype=object)[sidx])
 
 
-def _warp_events(ev: _Events, rec: np.ndarray, r: _Rows, inp: EngineInput, pcs, window: Window, S: int) -> None:
+def _warp_events(ev: _Events, rec: Recording, r: _Rows, inp: EngineInput, pcs, window: Window, S: int) -> None:
     """Per warp: a span per wait segment named by its cause, a one-cycle span per issue."""
     w_row, w_a, w_b, w_code = wait_segments(rec, r.rows)
     a, b, keep = window.clip(w_a, w_b)
-    w_sm = rec[w_row, TL_SCHED].astype(np.int64) // S
+    w_sm = rec.sm(w_row)
     ev.spans(w_sm[keep], TID_WARP + _row_context(inp)[w_row[keep]],
              np.asarray(CAUSE_NAMES, dtype=object)[w_code[keep]], a[keep], b[keep])
     a, b, keep = window.clip(r.issue, r.issue + 1.0)
@@ -243,13 +239,13 @@ def _warp_events(ev: _Events, rec: np.ndarray, r: _Rows, inp: EngineInput, pcs, 
     ev.instants(r.sm[here], TID_SCHED + (r.sched[here] % S), r.opname[here], r.issue[here])
 
 
-def _unit_events(ev: _Events, rec: np.ndarray, r: _Rows, inp: EngineInput, window: Window, S: int) -> list:
+def _unit_events(ev: _Events, rec: Recording, r: _Rows, inp: EngineInput, window: Window, S: int) -> list:
     """Per functional-unit copy (of a scheduler, or of the SM for units its schedulers share): the
     spans it was occupied. Returns the tracks made as ``[((sm, owner, unit, copy), tid)]``."""
-    copy = rec[r.rows, TL_COPY].astype(np.int64)
+    copy = rec.unit_copy(r.rows)
     unit = inp.static.s_unit[r.sidx].astype(np.int64)
     owner = np.where(inp.static.u_per_sm[unit] != 0, S, r.sched % S)       # S stands for "the SM"
-    busy_end = r.issue + inp.static.s_occ[r.sidx] * _row_wavefronts(inp)[r.rows]
+    busy_end = r.issue + inp.static.s_occ[r.sidx] * _row_wavefronts(inp, rec)[r.rows]
     a, b, keep = window.clip(r.issue, busy_end)
     keep &= copy >= 0
     tracks, tids = _unit_tracks(np.column_stack([r.sm, owner, unit, copy])[keep])
@@ -257,12 +253,12 @@ def _unit_events(ev: _Events, rec: np.ndarray, r: _Rows, inp: EngineInput, windo
     return tracks
 
 
-def _block_events(ev: _Events, rec: np.ndarray, r: _Rows, inp: EngineInput, window: Window) -> None:
+def _block_events(ev: _Events, rec: Recording, r: _Rows, inp: EngineInput, window: Window) -> None:
     """Per block on its SM's ``blocks`` track: launch (its first wait begins) and exit (its last issue)."""
     blk = inp.grid.c_block[r.ctx]
     n = int(blk.max()) + 1 if blk.size else 0
     launch = np.full(n, np.inf)
-    np.minimum.at(launch, blk, rec[r.rows, TL_SINCE])
+    np.minimum.at(launch, blk, rec.since(r.rows))
     exit_ = np.full(n, -np.inf)
     np.maximum.at(exit_, blk, r.issue + 1.0)
     blk_sm = np.zeros(n, np.int64)
@@ -294,44 +290,43 @@ def trace_events(result: Result, inp: EngineInput, window: Window = Window(), op
     """The trace-event document (a dict: ``traceEvents`` and ``otherData``) of a run that recorded
     its rows (``Options(record_timeline=True)`` or :func:`teg.engine.records.with_records`) for the
     cycles of ``window``."""
-    rec = result.row_record
-    if rec is None or rec.shape[0] != inp.num_rows:
+    rec = recording(result, inp)
+    if not rec.has_rows or rec.rows.shape[0] != inp.num_rows:
         raise TimelineError("timeline: the run did not record its rows (run an input made by "
                             "teg.engine.records.with_records(inp, timeline=True))")
-    meta = result.meta
-    ops = list(meta.get("opcodes") or [f"#{s}" for s in range(inp.num_static)])
-    units = list(meta.get("units") or [f"unit{u}" for u in range(inp.static.u_occ.shape[0])])
-    S = inp.scalars.schedulers
+    s = result.setup
+    named = s is not None
+    ops = list((s.opcodes if named else None) or [f"#{i}" for i in range(inp.num_static)])
+    units = list((s.units if named else None) or [f"unit{u}" for u in range(inp.static.u_occ.shape[0])])
+    S = rec.schedulers
     ev = _Events(max_events)
     ev._room(2 * _issued_in(rec, window))     # each issue in the window: an instant and a span, before any array
-    r = _issued_rows(rec, inp, ops, S)
-    _warp_events(ev, rec, r, inp, meta.get("pcs"), window, S)
+    r = _issued_rows(rec, inp, ops)
+    _warp_events(ev, rec, r, inp, s.pcs if named else None, window, S)
     unit_tracks = _unit_events(ev, rec, r, inp, window, S)
     _block_events(ev, rec, r, inp, window)
-    mem_tracks = _memory_events(ev, result.tx_record, inp, window)
-    _track_names(ev, r, inp, meta.get("kernel"), units, unit_tracks, mem_tracks, S)
-    other = {"generator": GENERATOR, "kernel": meta.get("kernel"), "machine": meta.get("machine"),
-             "clock_mhz": meta.get("clock_mhz"), "time_unit": "1 us of trace time = 1 cycle", "cycles": result.cycles,
+    mem_tracks = _memory_events(ev, rec, inp, window)
+    kernel = s.kernel if named else None
+    _track_names(ev, r, inp, kernel, units, unit_tracks, mem_tracks, S)
+    other = {"generator": GENERATOR, "kernel": kernel, "machine": s.machine if named else None,
+             "clock_mhz": result.clock_mhz, "time_unit": "1 us of trace time = 1 cycle", "cycles": result.cycles,
              "window": [window.start, window.end], "options": options or {},
-             "dependency_model": meta.get("dependency_model"), "policy": meta.get("policy")}
+             "dependency_model": s.dependency_model if named else None, "policy": s.policy if named else None}
     return {"otherData": other, "traceEvents": ev.items}    # otherData first: its generator marks the file teg's
 
 
-def _memory_events(ev: _Events, tx: np.ndarray | None, inp: EngineInput, window: Window) -> list:
+def _memory_events(ev: _Events, rec: Recording, inp: EngineInput, window: Window) -> list:
     """Service spans and queue counters of the L2 slices and DRAM channels; returns the tracks made
     as ``(pid, label, sorted tids)``."""
-    if tx is None or tx.shape[0] == 0:
+    if rec.tx is None or rec.tx.shape[0] == 0:
         return []
-    row_of = np.searchsorted(inp.rows.r_tx_start, np.arange(tx.shape[0]), side="right") - 1
+    row_of = np.searchsorted(inp.rows.r_tx_start, np.arange(rec.tx.shape[0]), side="right") - 1
     tracks = []
-    levels = ((PID_L2, "L2", (TX_SLICE, TX_SL_ARRIVE, TX_SL_START, TX_SL_END)),
-              (PID_DRAM, "DRAM", (TX_CHAN, TX_CH_ARRIVE, TX_CH_START, TX_CH_END)))
-    for pid, label, (col, c_arrive, c_start, c_end) in levels:
-        sel = np.nonzero(tx[:, col] >= 0)[0]
+    for pid, label, served in ((PID_L2, "L2", rec.l2_slices()), (PID_DRAM, "DRAM", rec.dram_channels())):
+        sel = served.tx
         if sel.size == 0:
             continue
-        where = tx[sel, col].astype(np.int64)
-        arrive, start, end = tx[sel, c_arrive], tx[sel, c_start], tx[sel, c_end]
+        where, arrive, start, end = served.where, served.arrive, served.start, served.end
         names = np.where(inp.static.s_store[inp.rows.r_sidx[row_of[sel]]] == 2, "write", "read")
         nbytes = inp.rows.tx_bytes[sel]
         a, b, keep = window.clip(start, np.maximum(end, start + 1e-3))

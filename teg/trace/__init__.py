@@ -16,13 +16,14 @@ import os
 from pathlib import Path
 
 from teg.trace.accelsim import accelsim_files, convert_accelsim, write_accelsim
-from teg.trace.errors import TraceFormatError, TraceMismatchError, TraceOutputError, TraceUnsupportedError
+from teg.trace.errors import (KernelNotFoundError, TraceFormatError, TraceMismatchError, TraceOutputError,
+                              TraceUnsupportedError)
 from teg.trace.join import join, opcodes_agree
 from teg.trace.model import KernelInfo, KernelTrace, Trace
 from teg.trace.native import FORMAT_VERSION, is_native, load_native, save
 
-__all__ = ["KernelInfo", "KernelTrace", "Trace", "TraceFormatError", "TraceMismatchError", "TraceUnsupportedError",
-           "TraceOutputError", "load", "load_native", "save", "write_accelsim", "convert", "join", "opcodes_agree",
+__all__ = ["KernelInfo", "KernelNotFoundError", "KernelTrace", "Trace", "TraceFormatError", "TraceMismatchError",
+           "TraceUnsupportedError", "TraceOutputError", "load", "load_native", "save", "write_accelsim", "convert", "join", "opcodes_agree",
            "is_native", "cache_dir", "FORMAT_VERSION"]
 
 

@@ -22,6 +22,10 @@ class TraceUnsupportedError(TraceFormatError):
     """A well-formed trace feature this reader deliberately does not decode (TMA address lists)."""
 
 
+class KernelNotFoundError(TegError, LookupError):
+    """A ``--kernel`` selection that names no kernel of a trace, or several where one is needed."""
+
+
 class TraceMismatchError(TegError):
     """The trace does not belong to the SASS program it is joined with."""
 

@@ -16,6 +16,8 @@ from typing import Iterator
 
 import numpy as np
 
+from teg.trace.errors import KernelNotFoundError
+
 MAX_TRACE_DST = 4   # tracer ≤ v5 prints ≤ 1; v6 may list several (R/UR/P/UP)
 MAX_TRACE_SRC = 8   # tracer ≤ v5 prints ≤ 5 GPR sources
 
@@ -130,19 +132,19 @@ class Trace:
     def kernel(self, name: str | None = None) -> KernelTrace:
         """The one kernel whose id or name is ``name``, else whose name contains it (the only
         kernel if None). A ``name`` that several kernels answer to (two launches of one kernel, or
-        a substring of several names) is a :class:`LookupError` listing them by id."""
+        a substring of several names) is a :class:`teg.trace.errors.KernelNotFoundError` listing them by id."""
         if name is None:
             if len(self.kernels) != 1:
-                raise LookupError(f"{self.source}: {len(self.kernels)} kernels; choose one with --kernel")
+                raise KernelNotFoundError(f"{self.source}: {len(self.kernels)} kernels; choose one with --kernel")
             return self.kernels[0]
         by_id = [k for k in self.kernels if name == str(k.info.kernel_id)]
         hits = by_id or [k for k in self.kernels if name == k.info.name] or \
             [k for k in self.kernels if name in k.info.name]
         if not hits:
-            raise LookupError(f"{self.source}: no kernel matching {name!r}")
+            raise KernelNotFoundError(f"{self.source}: no kernel matching {name!r}")
         if len(hits) > 1:
             shown = ", ".join(f"{k.info.kernel_id} ({k.info.name})" for k in hits[:8])
             more = f" and {len(hits) - 8} more" if len(hits) > 8 else ""
-            raise LookupError(f"{self.source}: {name!r} matches {len(hits)} kernels: id {shown}{more}; "
+            raise KernelNotFoundError(f"{self.source}: {name!r} matches {len(hits)} kernels: id {shown}{more}; "
                               "choose one with --kernel ID")
         return hits[0]

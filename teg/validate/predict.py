@@ -185,6 +185,8 @@ def predict_case(case: Case, launch: Launch, kernels: _Kernels, machine,
     """Trace one case launch on one SM and run the engine and the analytical models on it; every
     prediction is of the clock-bracketed region, as measured."""
     from teg import engine
+    from teg.engine.kernel_inputs import KernelInputs
+    from teg.engine.runner import run_kernel
 
     args = suite_mod.arguments(case, launch)
     b = launch.blocks_per_sm
@@ -211,7 +213,7 @@ def predict_case(case: Case, launch: Launch, kernels: _Kernels, machine,
         l2 = machine.memory.l2
         share = 1.0 if l2 is not None and nbuf <= l2.size_bytes else None
         opts = engine.Options(blocks=b, blocks_per_sm=max(1, min(b, occ)), record_timeline=True, l2_share=share)
-        res = engine.run(engine.lower(program, kt, machine, opts))
+        res = run_kernel(KernelInputs(program=program, kernel_trace=kt, machine=machine), opts).result
         result["predicted"]["engine"] = region_cycles(kt, res.timeline, bounds)
         result["engine_kernel_cycles"] = float(res.cycles)
     except TegError as exc:
