@@ -479,3 +479,26 @@ def test_struct_layouts_match_cuda_13_headers(tmp_path):
         want.append(f"{struct} size {ctypes.sizeof(cls)}")
         want += [f"{struct} {name} {getattr(cls, name).offset}" for name, _ in cls._fields_]
     assert got[:-1] == want
+
+
+def test_device_addresses_are_the_same_run_after_run(built, tmp_path, capfd):
+    """The program's device memory sits at the runtime's fixed address (0x2000_0000_0000), not where
+    address-space randomisation puts an mmap: two runs of the same program allocate at the same
+    device addresses, record the same traces and get the same estimates (cache sets, DRAM channels
+    and TLB pages follow the addresses)."""
+    import teg.trace as tt
+
+    runs = []
+    for name in ("a", "b"):
+        status, _, err = run_app([built["pipeline_sm_75"], N], tmp_path / name, capfd)
+        assert status == 0, err
+        assert "not at its fixed address" not in err
+        meta = json.loads((tmp_path / name / "meta.json").read_text())["application"]["traced_launches"]
+        runs.append(meta)
+    a, b = runs
+    assert [m["allocations"] for m in a] == [m["allocations"] for m in b]
+    assert min(addr for m in a for addr, _ in m["allocations"]) >= 0x2000_0000_0000
+    ta, tb = tt.load(tmp_path / "a"), tt.load(tmp_path / "b")
+    assert len(ta.kernels) == len(tb.kernels) == 6
+    for ka, kb in zip(ta.kernels, tb.kernels):
+        assert np.array_equal(np.asarray(ka.addresses), np.asarray(kb.addresses))

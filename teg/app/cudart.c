@@ -117,6 +117,34 @@ static uint32_t rpc(uint32_t type, const void *a, size_t an, const void *b, size
     return r.status;
 }
 
+/* Device pointers are this process's addresses of the region teg shares, so the region sits at a
+   fixed address (REGION_BASE): the same program then gets the same device addresses run after run
+   (and with them the same L1/L2 sets, DRAM channels and TLB pages in the timing model) instead of
+   wherever address-space randomisation puts an mmap. Only when that range is taken (or the kernel
+   predates MAP_FIXED_NOREPLACE) does the kernel choose, and the program is told so on stderr. */
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+#define REGION_BASE 0x200000000000ULL   /* 32 TiB: above a PIE's heap, below the mmap area and stack */
+
+static void *map_region(int memfd) {
+    int prot = PROT_READ | PROT_WRITE, flags = MAP_SHARED | MAP_NORESERVE;
+    void *want = (void *)(uintptr_t)REGION_BASE;
+    void *p = mmap(want, region_size, prot, flags | MAP_FIXED_NOREPLACE, memfd, 0);
+    if (p != MAP_FAILED && p != want) {          /* an old kernel took the address as a hint only */
+        munmap(p, region_size);
+        p = MAP_FAILED;
+    }
+    if (p == MAP_FAILED) {
+        p = mmap(NULL, region_size, prot, flags, memfd, 0);
+        if (p == MAP_FAILED) die("cannot map the device memory teg shares");
+        fprintf(stderr, "teg: device memory placed at %p, not at its fixed address %#llx (taken): device "
+                "addresses, and timings that depend on them, may differ from run to run\n", p,
+                (unsigned long long)REGION_BASE);
+    }
+    return p;
+}
+
 static void connect_to_teg(void) {
     const char *s = getenv(TEG_ENV_SOCKET), *m = getenv(TEG_ENV_MEMFD), *z = getenv(TEG_ENV_MEMSIZE);
     if (!s || !m || !z)
@@ -125,8 +153,7 @@ static void connect_to_teg(void) {
     sock = atoi(s);
     int memfd = atoi(m);
     region_size = strtoull(z, NULL, 10);
-    region = mmap(NULL, region_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, memfd, 0);
-    if (region == MAP_FAILED) die("cannot map the device memory teg shares");
+    region = map_region(memfd);
     close(memfd);
     fcntl(sock, F_SETFD, FD_CLOEXEC);
     unsetenv(TEG_ENV_SOCKET); unsetenv(TEG_ENV_MEMFD); unsetenv(TEG_ENV_MEMSIZE);
