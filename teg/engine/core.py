@@ -63,7 +63,7 @@ from teg.engine.codes import (BANK_CONFLICT, C_EVALS, C_INSTR, C_SH_ACC, C_SH_WA
 from teg.engine.fetch import fetch_checks, new_fetch
 from teg.engine.jitlib import (INF, cold, fixed_dim, helper, hot, max2, min2, nonneg, pow2_at_least, prefetch,
                                tree_first_le)
-from teg.engine.memsys import global_access, mem_config, new_memory
+from teg.engine.memsys import global_access, mem_config, new_memory, store_path
 from teg.engine.records import NTL, NTX, PC_STALL, REC_PCS, record_issue
 from teg.engine.schedulers import (charge, earliest_copy, launch_blocks, ready_of, release, replay_next, sm_wake,
                                    waited_on)
@@ -75,7 +75,7 @@ from teg.engine.state import (NUM_POS, POS_FINISHED, POS_RP_G, POS_RP_PTR, POS_R
                               index_maps, new_launch,
                               new_scheds, new_tally, new_warps, row_contexts, slots_per_sm)
 from teg.engine.static import (FW, SF_FREE, SF_LAT, SF_MEMLAT, SF_OCC, SF_RBAR, SF_SAME, X_BAR, X_CC, X_DEPCAUSE,
-                               X_DST, X_FAST, X_MEM, X_NWAW, X_SRC, X_STORE, X_YIELD, XW, Static, kernel_uses,
+                               X_DST, X_FAST, X_GMEM, X_MEM, X_NWAW, X_SRC, X_STORE, X_YIELD, XW, Static, kernel_uses,
                                pack_static, table_sizes)
 from teg import jit
 from teg.jit import stamp_sources
@@ -233,7 +233,7 @@ def _new_state(static, rows, grid, sc, out, replay):
     sx, sf = pack_static(static, fetch_checks(static.s_iline, rows.r_sidx, grid.c_start, grid.c_end,
                                               sc.instruction_fetch),
                          sc.depmodel, mc.pipe_limited, issue_interval <= 1.0, issue_interval, sc.same_warp_penalty,
-                         sc.barriers, sc.rbar_latency)
+                         sc.barriers, sc.rbar_latency, mc.store_cps > 0.0)
     has_bar, has_async = kernel_uses(static, sc.barriers)
     pos = np.zeros(NUM_POS, np.int64)
     pos[POS_RP_SLOT] = -1
@@ -327,7 +327,7 @@ def _visit_sm(out, sim, cf, t, g, sm_iss):
     charge(stall_out, sci[gm, SCI_C1], sci[gm, SCI_C2], sm_t[nsm], t, scf[gm, SCF_SPLIT])
     if cf.attrib and t > sm_t[nsm]:
         w = sim.warps
-        ks = waited_on(w.sli, w.tdep, sim.uf, sim.memory.heap, sim.scheds.sch_list, sim.scheds.sch_n, gm,
+        ks = waited_on(w.sli, w.tdep, sim.uf, sim.memory.heap, sim.memory.wport, sim.scheds.sch_list, sim.scheds.sch_n, gm,
                        scf[gm, SCF_NEXT], cf.policy, S, cf.spsm, cf.L, sim.maps.sm_pipe[nsm], cf.sw_units)
         charge(out.pcc[PC_STALL, ks if ks >= 0 else cf.pc_none], sci[gm, SCI_C1], sci[gm, SCI_C2], sm_t[nsm], t,
                scf[gm, SCF_SPLIT])
@@ -360,6 +360,7 @@ def _pick_warp(out, sim, cf, t, g):
     sx = st.sx
     uf = sim.uf
     heap = sim.memory.heap
+    wport = sim.memory.wport
     sw_units = cf.sw_units
     policy = cf.policy
     sm = nonneg(sim.maps.g_sm[g])
@@ -378,7 +379,7 @@ def _pick_warp(out, sim, cf, t, g):
     gbind = 0
     if policy == POLICY_GTO and gs >= 0 and sli[gs, SLI_CTX] >= 0:
         gs = nonneg(gs)
-        rg, gbind = ready_of(sli, tdep, uf, heap, pp, sw_units, gs)
+        rg, gbind = ready_of(sli, tdep, uf, heap, wport, pp, sw_units, gs)
         if rg > t:
             gdone = True
             if rg < lbo[g] and not cf.replay:
@@ -423,7 +424,7 @@ def _pick_warp(out, sim, cf, t, g):
         # (the pipeline's time tested first: the slot's row is read only when it may bind)
         if hmin > t and hmin >= minr and sli[slot, SLI_GMEM]:
             continue            # waits for a memory-pipeline slot beyond the minimum
-        r, bind = ready_of(sli, tdep, uf, heap, pp, sw_units, slot)
+        r, bind = ready_of(sli, tdep, uf, heap, wport, pp, sw_units, slot)
         if r <= t:
             if best < 0:
                 best = slot
@@ -475,7 +476,7 @@ def _replay_gate(sim, cf, t, g, best, best_k, others_ready):
             return -2, best_k, others_ready
     elif best >= 0 and best != rp_slot:
         pp = nonneg(sim.maps.sm_pipe[sim.maps.g_sm[g]])
-        r, bind = ready_of(sli, tdep, sim.uf, sim.memory.heap, pp, cf.sw_units, rp_slot)
+        r, bind = ready_of(sli, tdep, sim.uf, sim.memory.heap, sim.memory.wport, pp, cf.sw_units, rp_slot)
         if r <= t:
             return rp_slot, sli[rp_slot, SLI_K], True     # the scan's choice is eligible too
         _wait(sim.scheds, g, r, sli[rp_slot, SLI_C1] if bind == 0 else bind,
@@ -527,6 +528,8 @@ def _issue(rows, grid, order_in, out, sim, cf, t, g, best, best_k, others_ready,
     if cf.sw_units:
         bc, m = earliest_copy(sli, sim.uf, slot)
         sim.uf[nonneg(sli[slot, SLI_UOFF]), bc] = t + sf[f + SF_OCC] * wv
+    if sx[x + X_GMEM] == 2:
+        store_path(sim.memory, cf.mc, rows, row, pp, t)
     cc = sx[x + X_CC] != 0
     slf[slot, SLF_SAME] = t + sf[f + SF_SAME]
     if cc:

@@ -26,7 +26,7 @@ def make_input(*, lat_exec, lat_multi, lat_same, unit=None, dst=None, src=None, 
                deal=False, l2_partitions=1, l2_partition_bytes=8192, l2_far_latency=None, l2_partition_sms=None,
                l2_slices=0,
                l2_slice_bytes_per_clk=0.0, mshr_lines=0, iline=None, fetch_prefetch=0, cline=None,
-               hashed=(False, False), tlb=None,
+               hashed=(False, False), tlb=None, store_cycles_per_sector=0.0,
                setup=None) -> EngineInput:
     """Build an :class:`EngineInput` by hand (tests, synthetic experiments).
 
@@ -44,7 +44,8 @@ def make_input(*, lat_exec, lat_multi, lat_same, unit=None, dst=None, src=None, 
     takes ``dram_latency`` on its first fetch in the GPU, the L2 latency (``l2[4]``) after.
     ``cline`` gives each static instruction's constant-cache line (default -1: none); a line an SM
     has not read takes the L2 latency. ``hashed`` = (L1, L2): XOR-based set indexes instead of
-    line mod sets. ``tlb`` = (page bytes, L1 TLB entries, L2 TLB entry bytes, L2 TLB entries, L2 TLB
+    line mod sets. ``store_cycles_per_sector``: the SM's store path per sector a global write (``store``
+    2) sends (0: none). ``tlb`` = (page bytes, L1 TLB entries, L2 TLB entry bytes, L2 TLB entries, L2 TLB
     hit cycles, page-walk cycles): address translation of accesses past L1 (default: none).
     ``switches`` maps mechanism names of :class:`teg.engine.Options` to booleans. ``ctrl`` holds
     per-static lists of control-code fields (``ctrl`` present, ``stall``, ``yield``, ``wbar``,
@@ -92,6 +93,7 @@ def make_input(*, lat_exec, lat_multi, lat_same, unit=None, dst=None, src=None, 
         issue_interval=issue_interval, rbar_latency=rbar_latency, block_launch_latency=launch_latency,
         kernel_launch_cycles=kernel_launch, wavefront_cycles=wavefront_cycles,
         l1=l1[:4] if l1 is not None else NO_CACHE, l1_hashed=hashed[0], l1_latency=l1[4] if l1 is not None else 0.0,
+        store_cycles_per_sector=store_cycles_per_sector,
         l2=l2[:4] if l2 is not None else NO_CACHE, l2_hashed=hashed[1], l2_latency=l2[4] if l2 is not None else 0.0,
         l2_far_latency=l2_far_latency if l2_far_latency is not None else (l2[4] if l2 is not None else 0.0),
         l2_partitions=l2_partitions, l2_partition_bytes=l2_partition_bytes, l2_slices=l2_slices,

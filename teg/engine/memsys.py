@@ -26,19 +26,21 @@ MemConfig = namedtuple("MemConfig", ("sw_coal", "sw_l1", "sw_l2", "sw_bw", "sw_s
                                      "l2_shape", "channels", "n_parts", "part_bytes", "n_slices", "slices_pp",
                                      "slices_pc", "slice_line", "slice_spb", "mshr", "mshr_line", "spp", "pipe_slots",
                                      "pipe_limited", "l1_lat", "l2_lat", "l2_far_lat", "dram_lat", "spb", "record",
-                                     "has_tlb", "tlb"))
-# address translation's switch, the two TLB levels' geometries (teg.memory.cache.cache_shape) and
-# the cycles an L2 TLB hit and a page walk add
-TlbConfig = namedtuple("TlbConfig", ("on", "l1_shape", "l2_shape", "l2_lat", "walk_lat"))
+                                     "tlb", "store_cps"))
+# address translation: whether the machine has it, its switch, the two TLB levels' geometries (teg.memory.cache.cache_shape) and
+# the cycles an L2 TLB hit and a page walk add; store_cps: the cycles a global write holds its SM's
+# store path per sector (0: not modelled, or the store_path switch off)
+TlbConfig = namedtuple("TlbConfig", ("present", "on", "l1_shape", "l2_shape", "l2_lat", "walk_lat"))
 
 
 # Its state (built by new_memory): the memory pipelines' slot heaps and slots per pipeline, the DRAM
 # channels' free times and service scales, the L1s and L2 partitions with their lines' ready
 # times (and the L2 lines' written sectors), each SM's near L2 partition, the L2 slices' free
-# times, the two TLB levels.
+# times, the two TLB levels, and each memory pipeline's store path free time (one SM per pipeline
+# on the machines that model it).
 Memory = namedtuple("Memory", ("heap", "pipe_n", "chan_free", "chan_scale", "l1_state", "l1_ready", "l2_state",
                                "l2_ready", "l2_dirty", "sm_part", "slice_free", "tlb1_state", "tlb1_ready",
-                               "tlb2_state", "tlb2_ready"))
+                               "tlb2_state", "tlb2_ready", "wport"))
 
 
 @helper
@@ -58,8 +60,12 @@ def mem_config(sc):
     # address translation: the L1 TLB (per SM) and the L2 TLB, each a cache of page translations
     t1, t2 = sc.tlb1, sc.tlb2
     has_tlb = t1[0] > 0 and t2[0] > 0
-    tlb = TlbConfig(sc.tlb, cache_shape(max(t1[0], 1), t1[1], t1[2], t1[3]),
+    tlb = TlbConfig(has_tlb, sc.tlb, cache_shape(max(t1[0], 1), t1[1], t1[2], t1[3]),
                     cache_shape(max(t2[0], 1), t2[1], t2[2], t2[3]), sc.tlb2_latency, sc.walk_latency)
+    # the write-through store path: cycles per sector (0: not modelled or switched off)
+    store_cps = 0.0
+    if sc.store_path:
+        store_cps = sc.store_cycles_per_sector
     return MemConfig(
         sc.coalescing, sc.l1_misses, sc.l2_misses, sc.bandwidth, sc.channel_skew,
         l1_sets > 0, l2_sets > 0,
@@ -73,7 +79,7 @@ def mem_config(sc):
         mshr, l1_line if l1_line > 0 else (l2_line if l2_line > 0 else 128),
         max(sc.sms_per_pipeline, 1) if mshr == 0 else 1, pipe_slots, pipe_slots > 0,
         sc.l1_latency, sc.l2_latency, sc.l2_far_latency, sc.dram_latency, sc.dram_cycles_per_byte,
-        (sc.records & REC_ROWS) != 0, has_tlb, tlb)
+        (sc.records & REC_ROWS) != 0, tlb, store_cps)
 
 
 @helper
@@ -110,12 +116,13 @@ def new_memory(mc, n_sms, tx_chan, sm_part_in):
     sm_part = sm_part_in.astype(np.int64)
     slice_free = np.zeros(max(mc.n_slices, 1), np.float64)
     # address translation: an L1 TLB per SM and one L2 TLB, cold (empty stand-ins when not modelled)
-    tlb1_state = cache_new(n_sms if mc.has_tlb else 1, mc.tlb.l1_shape)
+    tlb1_state = cache_new(n_sms if mc.tlb.present else 1, mc.tlb.l1_shape)
     tlb1_ready = np.zeros(tlb1_state.shape, np.float64)
     tlb2_state = cache_new(1, mc.tlb.l2_shape)
     tlb2_ready = np.zeros(tlb2_state.shape, np.float64)
+    wport = np.zeros(n_pipes, np.float64)
     return Memory(heap, pipe_n, chan_free, chan_scale, l1_state, l1_ready, l2_state, l2_ready, l2_dirty, sm_part,
-                  slice_free, tlb1_state, tlb1_ready, tlb2_state, tlb2_ready)
+                  slice_free, tlb1_state, tlb1_ready, tlb2_state, tlb2_ready, wport)
 
 
 @cold
@@ -144,6 +151,18 @@ def translate(mem, mc, sm, t, addr):
     done = tlb_fill(mem, mc, t, addr)
     mem.tlb1_ready[row, 0] = done
     return done
+
+
+@hot
+def store_path(mem, mc, rows, row, pp, t):
+    """The write-through store path (docs/model.md §3, "Store path"): a global write issued at ``t``
+    on memory pipeline ``pp`` (its SM) holds the path ``store_cps`` cycles per 32 B sector it sends
+    to L2 (its transactions); the SM's next write may issue once the path is free
+    (:func:`teg.engine.schedulers.ready_of`)."""
+    nsec = rows.r_tx_start[row + 1] - nonneg(rows.r_tx_start[row])
+    if not mc.sw_coal:
+        nsec = min2(nsec, rows.r_tx_min[row])     # perfect coalescing: the fewest sectors
+    mem.wport[pp] = max2(t, mem.wport[pp]) + nsec * mc.store_cps
 
 
 @hot
@@ -268,7 +287,7 @@ def global_access(mem, mc, rows, counters, tx_rec, t, row, sm, pp, store, depcau
                 s_req = mshr_free
         qw = s_req - t          # waiting for an MSHR entry
         qc = MEM_PIPE
-        if mc.has_tlb:
+        if mc.tlb.present:
             # the L2 is physically addressed: an access past L1 needs its page's translation
             tr = translate(mem, mc, sm, t, addr)
             if mc.tlb.on and tr > s_req:

@@ -33,6 +33,7 @@ MECHANISMS: dict[str, str] = {
     "instruction_fetch": "perfect instruction cache",
     "constant_cache": "perfect constant cache",
     "tlb": "perfect TLB",
+    "store_path": "unlimited store path",
 }
 
 
@@ -75,7 +76,11 @@ class Options:
     * ``tlb`` — each SM starts the kernel with a cold L1 TLB and the GPU with a cold L2 TLB: an
       access past L1 whose page the SM's L1 TLB does not hold waits for the L2 TLB or a page walk,
       charged as ``tlb_miss`` (off: a perfect TLB; no effect on machine tables without
-      ``memory.tlb``).
+      ``memory.tlb``);
+    * ``store_path`` — a global store occupies its SM's write-through store path
+      ``memory.l1.store_cycles_per_sector`` cycles per 32 B sector it sends to L2, and the next
+      store of that SM issues only once the path is free, charged as ``unit_busy`` (off: stores
+      pass the L1 tag stage only; no effect on machine tables without that key).
 
     Configuration: ``policy`` (``lrr`` loose round-robin, ``gto`` greedy-then-oldest),
     ``dependency_model`` (``auto`` = the machine table's default when the SASS carries control
@@ -112,6 +117,7 @@ class Options:
     instruction_fetch: bool = True
     constant_cache: bool = True
     tlb: bool = True
+    store_path: bool = True
     policy: str = "gto"
     dependency_model: str = "auto"
     sms: int | None = None

@@ -74,9 +74,10 @@ def earliest_copy(sli, uf, slot):
 
 
 @hot
-def ready_of(sli, tdep, uf, heap, pp, sw_units, slot):
+def ready_of(sli, tdep, uf, heap, wport, pp, sw_units, slot):
     """Earliest cycle the slot's instruction may issue (t_dep, unit copy, memory-pipeline slot
-    ``heap[pp]``) and the binding shared resource (0: t_dep binds), as the scan evaluates a warp."""
+    ``heap[pp]``, for a global write the SM's store path ``wport[pp]``) and the binding shared
+    resource (0: t_dep binds), as the scan evaluates a warp."""
     r = tdep[slot]
     bind = 0
     if sw_units:
@@ -87,16 +88,19 @@ def ready_of(sli, tdep, uf, heap, pp, sw_units, slot):
     if sli[slot, SLI_GMEM] and heap[pp, 0] > r:
         r = heap[pp, 0]
         bind = MEM_PIPE
+    if sli[slot, SLI_GMEM] == 2 and wport[pp] > r:
+        r = wport[pp]
+        bind = UNIT_BUSY
     return r, bind
 
 
 @helper
-def waited_on(sli, tdep, uf, heap, sch_list, sch_n, g, nxt, policy, S, spsm, L, pipe, sw_units):
+def waited_on(sli, tdep, uf, heap, wport, sch_list, sch_n, g, nxt, policy, S, spsm, L, pipe, sw_units):
     """The static instruction that scheduler ``g`` waits on until ``nxt`` (its binding wait), for the
     instruction view, which charges the SM's stall cycles to it (``REC_PCS``; looked up only then,
     so that the loop keeps no state for it): the current instruction of the scheduler's first warp,
     in age order (GTO) or slot order (LRR), whose ready time (t_dep, its unit copy, its
-    memory-pipeline slot, as the scan evaluates a warp) is ``nxt``; else of its warp ready first
+    memory-pipeline slot, a write's store path, as the scan evaluates a warp) is ``nxt``; else of its warp ready first
     (a wait for the scheduler itself); -1 when it has no warp."""
     best = -1
     bt = INF
@@ -119,6 +123,8 @@ def waited_on(sli, tdep, uf, heap, sch_list, sch_n, g, nxt, policy, S, spsm, L, 
             r = max2(r, m)
         if sli[slot, SLI_GMEM]:
             r = max2(r, heap[pipe, 0])
+        if sli[slot, SLI_GMEM] == 2:
+            r = max2(r, wport[pipe])
         if r == nxt:
             return sli[slot, SLI_SIDX]
         if r < bt:

@@ -44,7 +44,8 @@ def rbar_release(mem, sm_unit, occ, rbar_lat):
 
 
 @helper
-def pack_static(static, s_fchk, depmodel, pipe_limited, can_fast, issue_interval, sw_same, sw_bar, rbar_lat):
+def pack_static(static, s_fchk, depmodel, pipe_limited, can_fast, issue_interval, sw_same, sw_bar, rbar_lat,
+                store_path):
     """The static tables as the loop reads them (``X_*`` / ``SF_*`` columns): ``X_CC`` = the
     instruction is timed by its control codes; ``SF_SAME`` its same-warp delay (stall count or
     same-warp latency, at least 1; 1 cycle / the multi-warp latency with that switch off);
@@ -54,7 +55,8 @@ def pack_static(static, s_fchk, depmodel, pipe_limited, can_fast, issue_interval
     enter that line at this instruction (:func:`_fetch_checks`), ``X_CLINE`` the constant-cache
     line of its ``c[bank][off]`` operand (-1: none); ``SF_RBAR`` when its read barrier releases
     after issue (:func:`_rbar_release`); ``X_GMEM``
-    needs a memory-pipeline slot; ``X_BAR`` a BAR that waits (free barriers: none); source and
+    1: needs a memory-pipeline slot, 2: a global write that also needs its SM's store path
+    (``store_path``: the path is modelled); ``X_BAR`` a BAR that waits (free barriers: none); source and
     destination lists with their lengths (up to the first -1), and the destinations the
     write-after-write check needs (``X_WAW``: those that are not also sources)."""
     (s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_lat, s_store, s_barrier, s_depcause, s_dst,
@@ -73,6 +75,8 @@ def pack_static(static, s_fchk, depmodel, pipe_limited, can_fast, issue_interval
         sx[x + X_UCNT] = u_count[u]
         sx[x + X_MEM] = s_mem[s]
         sx[x + X_GMEM] = pipe_limited and s_mem[s] == MEM_GLOBAL
+        if store_path and s_mem[s] == MEM_GLOBAL and s_store[s] == 2:
+            sx[x + X_GMEM] = 2
         sx[x + X_STORE] = s_store[s]      # 0 = through L1, 1 = bypasses L1, 2 = a write (bypasses L1)
         sx[x + X_BAR] = sw_bar and s_barrier[s] != 0
         sx[x + X_DEPCAUSE] = s_depcause[s]

@@ -84,6 +84,10 @@ class Cache:
     # 0: not modelled, a global access takes one data-stage wavefront per line it touches
     # (docs/model.md §3, "L1 wavefronts of global accesses")
     tags_per_cycle: int = 0
+    # unified L1 (sm_70+): cycles the SM's write-through store path needs per 32 B sector a global
+    # store sends to L2; 0: not modelled, stores only pass the tag stage (docs/model.md §3,
+    # "Store path")
+    store_cycles_per_sector: float = 0.0
 
 
 @dataclass(frozen=True)
