@@ -7,7 +7,7 @@ default: every encoding must give it);
 generated from it, and :func:`scalars` is the one encoder that builds one — from
 :func:`teg.engine.lower.lower` and from the hand builder :func:`teg.engine.handmade.make_input`
 alike — coercing every value to its declared kind, so that every run has the same numba type (one
-compiled loop). The fifteen mechanism switches are the names of
+compiled loop). The sixteen mechanism switches are the names of
 :data:`teg.engine.options.MECHANISMS`, in its order, each ``True`` while its mechanism is modelled.
 
 Kinds: ``INT`` (int64), ``FLOAT`` (float64), ``FLAG`` (boolean) and ``GEOMETRY``, a cache's
@@ -52,6 +52,8 @@ SCALARS: tuple[tuple[str, str, object, str], ...] = (
     ("l1", GEOMETRY, NO_CACHE, "L1 data cache geometry per SM"),
     ("l1_hashed", FLAG, False, "L1 set index XOR-hashed (else line mod sets)"),
     ("l1_latency", FLOAT, 0.0, "load-to-use cycles of an L1 hit"),
+    ("l2_request_cycles", FLOAT, 0.0, "cycles the L1 pipeline spends on each request it sends to L2 (one per "
+                                      "cache line; with l2_requests)"),
     ("l2", GEOMETRY, NO_CACHE, "L2 geometry of one partition"),
     ("l2_hashed", FLAG, False, "L2 set index XOR-hashed"),
     ("l2_latency", FLOAT, 0.0, "load-to-use cycles of an L2 hit (near partition)"),

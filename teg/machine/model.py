@@ -84,6 +84,10 @@ class Cache:
     # 0: not modelled, a global access takes one data-stage wavefront per line it touches
     # (docs/model.md §3, "L1 wavefronts of global accesses")
     tags_per_cycle: int = 0
+    # sm_70+: cycles the L1's miss stage spends on each request it sends to L2 (one per cache line
+    # with sectors to fetch or write), in series with the access's wavefronts; 0: not modelled
+    # (docs/model.md §3, "L2 requests")
+    l2_request_cycles: float = 0.0
 
 
 @dataclass(frozen=True)
