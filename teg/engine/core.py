@@ -525,6 +525,7 @@ def _issue(rows, grid, order_in, out, sim, cf, t, g, best, best_k, others_ready,
     scf[g, SCF_FREE] = t + sf[f + SF_FREE]
     mem = sx[x + X_MEM]
     wv, wmin, active = _wavefronts(rows, counters, cf, row, mem)
+    bc = 0
     if cf.sw_units:
         bc, m = earliest_copy(sli, sim.uf, slot)
         sim.uf[nonneg(sli[slot, SLI_UOFF]), bc] = t + sf[f + SF_OCC] * wv
@@ -535,7 +536,11 @@ def _issue(rows, grid, order_in, out, sim, cf, t, g, best, best_k, others_ready,
     if cc:
         sli[slot, SLI_YIELD] = sx[x + X_YIELD]
     sli[slot, SLI_SAMEC] = SAME_WARP
-    done, base, c1, c2 = _result_time(rows, out, sim, cf, t, row, sm, pp, x, f, mem, wv, wmin, active)
+    done, base, c1, c2, n_req = _result_time(rows, out, sim, cf, t, row, sm, pp, x, f, mem, wv, wmin, active)
+    if n_req > 0 and cf.sw_units:
+        # the L1's miss stage sends the access's requests to L2 one after another, behind its
+        # wavefronts: the pipeline takes no other access meanwhile (docs/model.md §3)
+        sim.uf[nonneg(sli[slot, SLI_UOFF]), bc] += n_req * cf.mc.miss.req_cyc
     rd = done
     rb = base
     if not cf.sw_deps:
@@ -578,12 +583,14 @@ def _wavefronts(rows, counters, cf, row, mem):
 
 @hot
 def _result_time(rows, out, sim, cf, t, row, sm, pp, x, f, mem, wv, wmin, active):
-    """When the issued instruction's result is ready (docs/model.md §3): ``(done, base, c1, c2)``,
-    the same without queueing or conflicts (the split) and the causes a consumer waiting on it is
-    charged — its execution latency, a shared access's conflict wavefronts, or the global path
-    (:func:`teg.engine.memsys.global_access`)."""
+    """When the issued instruction's result is ready (docs/model.md §3): ``(done, base, c1, c2,
+    n_req)``, the same without queueing or conflicts (the split), the causes a consumer waiting on
+    it is charged — its execution latency, a shared access's conflict wavefronts, or the global
+    path (:func:`teg.engine.memsys.global_access`) — and a global access's requests to L2 (0
+    for anything else)."""
     sx, sf = sim.static.sx, sim.static.sf
     wfc = cf.wfc
+    n_req = 0
     if mem == MEM_SHARED and not active:
         done = t + 1.0
         base = done
@@ -595,14 +602,14 @@ def _result_time(rows, out, sim, cf, t, row, sm, pp, x, f, mem, wv, wmin, active
         c1 = sx[x + X_DEPCAUSE]
         c2 = BANK_CONFLICT
     elif mem == MEM_GLOBAL:
-        done, base, c1, c2 = global_access(sim.memory, cf.mc, rows, out.counters, out.tx_rec, t, row, sm, pp,
-                                           sx[x + X_STORE], sx[x + X_DEPCAUSE], (wv - 1) * wfc)
+        done, base, c1, c2, n_req = global_access(sim.memory, cf.mc, rows, out.counters, out.tx_rec, t, row, sm,
+                                                  pp, sx[x + X_STORE], sx[x + X_DEPCAUSE], (wv - 1) * wfc)
     else:
         done = t + sf[f + SF_LAT]
         base = done
         c1 = sx[x + X_DEPCAUSE]
         c2 = c1
-    return done, base, c1, c2
+    return done, base, c1, c2, n_req
 
 
 @hot

@@ -26,7 +26,7 @@ def make_input(*, lat_exec, lat_multi, lat_same, unit=None, dst=None, src=None, 
                deal=False, l2_partitions=1, l2_partition_bytes=8192, l2_far_latency=None, l2_partition_sms=None,
                l2_slices=0,
                l2_slice_bytes_per_clk=0.0, mshr_lines=0, iline=None, fetch_prefetch=0, cline=None,
-               hashed=(False, False), tlb=None, store_cycles_per_sector=0.0,
+               hashed=(False, False), tlb=None, store_cycles_per_sector=0.0, l2_request_cycles=0.0,
                setup=None) -> EngineInput:
     """Build an :class:`EngineInput` by hand (tests, synthetic experiments).
 
@@ -47,6 +47,8 @@ def make_input(*, lat_exec, lat_multi, lat_same, unit=None, dst=None, src=None, 
     line mod sets. ``store_cycles_per_sector``: the SM's store path per sector a global write (``store``
     2) sends (0: none). ``tlb`` = (page bytes, L1 TLB entries, L2 TLB entry bytes, L2 TLB entries, L2 TLB
     hit cycles, page-walk cycles): address translation of accesses past L1 (default: none).
+    ``l2_request_cycles``: the cycles the L1 pipeline (the SM-shared unit of the row) spends on each
+    request it sends to L2, one per cache line (``l1[2]`` bytes; default 0: free).
     ``switches`` maps mechanism names of :class:`teg.engine.Options` to booleans. ``ctrl`` holds
     per-static lists of control-code fields (``ctrl`` present, ``stall``, ``yield``, ``wbar``,
     ``rbar``, ``wait``), ``depbar`` / ``depbar_n`` (``DEPBAR.LE SBb, N``) and ``async`` (1 = cp.async
@@ -100,6 +102,7 @@ def make_input(*, lat_exec, lat_multi, lat_same, unit=None, dst=None, src=None, 
         l2_slice_cycles_per_byte=1.0 / l2_slice_bytes_per_clk if l2_slice_bytes_per_clk > 0 else 0.0,
         channels=channels, dram_latency=dram_latency, dram_cycles_per_byte=service_per_byte,
         sms_per_pipeline=sms_per_pipeline, pipe_slots=pipe_slots, mshr_lines=mshr_lines,
+        l2_request_cycles=l2_request_cycles,
         fetch_prefetch=fetch_prefetch, records=REC_ROWS if record_timeline else 0, record_order=record_order,
         **(tlb_scalars(*tlb) if tlb is not None else {}), **(switches or {}))
     ctrl = ctrl or {}

@@ -597,7 +597,8 @@ def lower(program, kernel_trace, machine: Machine, options: Options | None = Non
         if l1_size >= gm.l1.line_bytes:
             sc.update(l1=cache_geometry(l1_size, gm.l1.line_bytes, gm.l1.sector_bytes, gm.l1.assoc),
                       l1_hashed=gm.l1.index == "xor", l1_latency=gm.l1.latency,
-                      store_cycles_per_sector=gm.l1.store_cycles_per_sector)
+                      store_cycles_per_sector=gm.l1.store_cycles_per_sector,
+                      l2_request_cycles=gm.l1.l2_request_cycles)
         else:
             notes.append("no L1 left beside the blocks' shared memory")
     if gm.l2 is not None:

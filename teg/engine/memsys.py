@@ -24,13 +24,16 @@ PREFETCH_TX = 16        # transactions ahead of a global access whose data is pr
 # The memory system's geometry, latencies and switches (built by mem_config from the run's scalars)
 MemConfig = namedtuple("MemConfig", ("sw_coal", "sw_l1", "sw_l2", "sw_bw", "sw_skew", "has_l1", "has_l2", "l1_shape",
                                      "l2_shape", "channels", "n_parts", "part_bytes", "n_slices", "slices_pp",
-                                     "slices_pc", "slice_line", "slice_spb", "mshr", "mshr_line", "spp", "pipe_slots",
+                                     "slices_pc", "slice_line", "slice_spb", "miss", "spp", "pipe_slots",
                                      "pipe_limited", "l1_lat", "l2_lat", "l2_far_lat", "dram_lat", "spb", "record",
                                      "tlb", "store_cps"))
 # address translation: whether the machine has it, its switch, the two TLB levels' geometries (teg.memory.cache.cache_shape) and
 # the cycles an L2 TLB hit and a page walk add; store_cps: the cycles a global write holds its SM's
 # store path per sector (0: not modelled, or the store_path switch off)
 TlbConfig = namedtuple("TlbConfig", ("present", "on", "l1_shape", "l2_shape", "l2_lat", "walk_lat"))
+# the L1's miss stage: MSHR entries per SM (0: C_mem slots instead), the line an entry and a request
+# to L2 cover, and the cycles the stage spends on each request (0: free)
+MissStage = namedtuple("MissStage", ("mshr", "line", "req_cyc"))
 
 
 # Its state (built by new_memory): the memory pipelines' slot heaps and slots per pipeline, the DRAM
@@ -60,6 +63,11 @@ def mem_config(sc):
     # address translation: the L1 TLB (per SM) and the L2 TLB, each a cache of page translations
     t1, t2 = sc.tlb1, sc.tlb2
     has_tlb = t1[0] > 0 and t2[0] > 0
+    # L2 requests: the cycles the L1's miss stage spends on each (0: not modelled, or switched off)
+    req_cyc = 0.0
+    if sc.l2_requests and l1_sets > 0:
+        req_cyc = sc.l2_request_cycles
+    miss = MissStage(mshr, l1_line if l1_line > 0 else (l2_line if l2_line > 0 else 128), req_cyc)
     tlb = TlbConfig(has_tlb, sc.tlb, cache_shape(max(t1[0], 1), t1[1], t1[2], t1[3]),
                     cache_shape(max(t2[0], 1), t2[1], t2[2], t2[3]), sc.tlb2_latency, sc.walk_latency)
     # the write-through store path: cycles per sector (0: not modelled or switched off)
@@ -76,7 +84,7 @@ def mem_config(sc):
         max(n_slices // n_parts, 1),
         max(n_slices // max(sc.channels, 1), 1),          # slices per DRAM channel
         l2_line if l2_line > 0 else 128, sc.l2_slice_cycles_per_byte,
-        mshr, l1_line if l1_line > 0 else (l2_line if l2_line > 0 else 128),
+        miss,
         max(sc.sms_per_pipeline, 1) if mshr == 0 else 1, pipe_slots, pipe_slots > 0,
         sc.l1_latency, sc.l2_latency, sc.l2_far_latency, sc.dram_latency, sc.dram_cycles_per_byte,
         (sc.records & REC_ROWS) != 0, tlb, store_cps)
@@ -170,16 +178,21 @@ def global_access(mem, mc, rows, counters, tx_rec, t, row, sm, pp, store, depcau
     """The global access of row ``row``, issued at ``t`` on ``sm`` (memory pipeline ``pp``; ``store``
     and ``depcause`` its instruction's X_STORE and X_DEPCAUSE): each transaction through L1, an
     MSHR entry or memory-pipeline slot, its L2 slice, the L2 and a DRAM channel; an L1 hit's data
-    come ``l1x`` cycles later than the latency (the access's further wavefronts). Returns
-    ``(done, base, c1, c2)``: when its last result is back, the same without queueing (the
-    split), and the causes a consumer waiting on it is charged."""
+    come ``l1x`` cycles later than the latency (the access's further wavefronts). The access's
+    requests to L2 (one per cache line past L1: a load's line with sectors to fetch, every line of
+    a store, atomic or L2-only load) leave the L1's miss stage in order, ``mc.miss.req_cyc`` cycles
+    apart, each no earlier than its MSHR entry and translation allow (docs/model.md §3, "L2
+    requests"). Returns ``(done, base, c1, c2, n_req)``: when its last result is back, the same
+    without queueing (the split), the causes a consumer waiting on it is charged, and its requests
+    to L2 (counted only where ``req_cyc`` is modelled; the caller holds the L1 pipeline
+    ``n_req·req_cyc`` longer)."""
     heap, pipe_n, chan_free, chan_scale = mem.heap, mem.pipe_n, mem.chan_free, mem.chan_scale
     l1_state, l1_ready, l2_state, l2_ready = mem.l1_state, mem.l1_ready, mem.l2_state, mem.l2_ready
     l2_dirty, slice_free = mem.l2_dirty, mem.slice_free
     r_tx_start, tx_addr, tx_bytes, tx_chan = rows.r_tx_start, rows.tx_addr, rows.tx_bytes, rows.tx_chan
     sw_coal, sw_l1, sw_l2, sw_bw = mc.sw_coal, mc.sw_l1, mc.sw_l2, mc.sw_bw
     has_l1, has_l2, l1_shape, l2_shape = mc.has_l1, mc.has_l2, mc.l1_shape, mc.l2_shape
-    n_parts, part_bytes, mshr, mshr_line = mc.n_parts, mc.part_bytes, mc.mshr, mc.mshr_line
+    n_parts, part_bytes, mshr, mshr_line = mc.n_parts, mc.part_bytes, mc.miss.mshr, mc.miss.line
     n_slices, slices_pp, slices_pc = mc.n_slices, mc.slices_pp, mc.slices_pc
     slice_line, slice_spb = mc.slice_line, mc.slice_spb
     l1_lat, l2_lat, l2_far_lat, dram_lat, spb = mc.l1_lat, mc.l2_lat, mc.l2_far_lat, mc.dram_lat, mc.spb
@@ -214,6 +227,10 @@ def global_access(mem, mc, rows, counters, tx_rec, t, row, sm, pp, store, depcau
     line = -1               # cache line of the open MSHR entry (MSHR mode)
     line_done = 0.0
     mshr_free = t
+    req_cyc = mc.miss.req_cyc
+    req_line = -1           # cache line of the last request to L2 (transactions come sorted)
+    req_sent = t            # when it left the miss stage
+    n_req = 0
     for j in range(k0, r_tx_start[row + 1]):
         addr = tx_addr[j]
         # The caches always evolve as with every mechanism on: a removed mechanism
@@ -272,9 +289,9 @@ def global_access(mem, mc, rows, counters, tx_rec, t, row, sm, pp, store, depcau
             counters[C_L1M] += 1
             missed = True
         beyond_l1 = True
+        s_req = t
         # MSHR mode: each cache line past L1 holds one of the SM's entries until its
         # last sector is back; its requests leave when an entry is free
-        s_req = t
         if mshr > 0:
             ln = addr // mshr_line
             if ln != line:
@@ -285,7 +302,7 @@ def global_access(mem, mc, rows, counters, tx_rec, t, row, sm, pp, store, depcau
                 mshr_free = heap[pp, 0]
             if mshr_free > s_req:
                 s_req = mshr_free
-        qw = s_req - t          # waiting for an MSHR entry
+        qw = s_req - t          # waiting for the miss stage or an MSHR entry
         qc = MEM_PIPE
         if mc.tlb.present:
             # the L2 is physically addressed: an access past L1 needs its page's translation
@@ -295,6 +312,21 @@ def global_access(mem, mc, rows, counters, tx_rec, t, row, sm, pp, store, depcau
                     qc = TLB_MISS
                     qw = tr - t
                 s_req = tr
+        if req_cyc > 0.0:
+            # L2 requests: one per cache line with sectors past L1 (its sectors travel in one
+            # request); the miss stage sends them in order, req_cyc apart, each once it may leave
+            rl = addr // mshr_line
+            if rl != req_line:
+                req_line = rl
+                n_req += 1
+                if n_req > 1 and req_sent + req_cyc > s_req:
+                    # charged to the miss stage when it holds the request longer than what came before
+                    if req_sent + req_cyc - s_req >= qw:
+                        qc = MEM_PIPE
+                    s_req = req_sent + req_cyc
+                req_sent = s_req
+            elif req_sent > s_req:
+                s_req = req_sent
         # the L2 slice that serves the request (bandwidth per slice)
         if n_slices > 0:
             # the slices sit in front of the DRAM channels (two or more per channel):
@@ -389,4 +421,4 @@ def global_access(mem, mc, rows, counters, tx_rec, t, row, sm, pp, store, depcau
         heap_replace_top(heap, pp, pipe_n[pp], done)
     if missed:
         c1 = CACHE_MISS if (has_l1 or has_l2) else depcause
-    return done, base, c1, c2
+    return done, base, c1, c2, n_req

@@ -24,6 +24,7 @@ MECHANISMS: dict[str, str] = {
     "bandwidth": "unlimited bandwidth",
     "l1_misses": "perfect L1",
     "l2_misses": "perfect L2",
+    "l2_requests": "free L1-to-L2 requests",
     "dependencies": "ideal dependencies",
     "unit_throughput": "unlimited functional units",
     "same_warp_penalty": "no same-warp issue penalty",
@@ -57,6 +58,11 @@ class Options:
     * ``bandwidth`` — each DRAM channel serves bytes at its share of peak (off: no service time);
     * ``l1_misses`` / ``l2_misses`` — cache misses (off: every access costs that level's hit
       latency; the caches still evolve as with the mechanism on);
+    * ``l2_requests`` — each request an SM's L1 sends to L2 (a load's cache line with sectors to
+      fetch, a store's, atomic's or L2-only load's line) holds its L1TEX pipeline
+      ``memory.l1.l2_request_cycles``, in series with the access's wavefronts, and the access's
+      requests leave one after another (off: requests cost the pipeline nothing; no effect on
+      machine tables without the key);
     * ``dependencies`` — register / dependency-barrier waits (off: results ready at issue);
     * ``unit_throughput`` — functional-unit occupancy (off: units always free);
     * ``same_warp_penalty`` — same-warp issue latency (off: equals the multi-warp issue latency;
@@ -108,6 +114,7 @@ class Options:
     bandwidth: bool = True
     l1_misses: bool = True
     l2_misses: bool = True
+    l2_requests: bool = True
     dependencies: bool = True
     unit_throughput: bool = True
     same_warp_penalty: bool = True

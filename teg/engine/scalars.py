@@ -54,6 +54,8 @@ SCALARS: tuple[tuple[str, str, object, str], ...] = (
     ("l1_latency", FLOAT, 0.0, "load-to-use cycles of an L1 hit"),
     ("store_cycles_per_sector", FLOAT, 0.0, "cycles a global store holds its SM's store path per 32 B sector it "
                                             "sends to L2 (0: not modelled)"),
+    ("l2_request_cycles", FLOAT, 0.0, "cycles the L1 pipeline spends on each request it sends to L2 (one per "
+                                      "cache line; with l2_requests)"),
     ("l2", GEOMETRY, NO_CACHE, "L2 geometry of one partition"),
     ("l2_hashed", FLAG, False, "L2 set index XOR-hashed"),
     ("l2_latency", FLOAT, 0.0, "load-to-use cycles of an L2 hit (near partition)"),

@@ -375,7 +375,8 @@ def _build_cache(c: dict | None, name: str) -> Cache | None:
                  sector_bytes=int(_v(c["sector_bytes"])), assoc=int(_v(c["assoc"])),
                  latency=float(_v(c["latency"])), index=str(c.get("index", "linear")), shared_carveouts=carve,
                  tags_per_cycle=int(_v(c.get("tags_per_cycle", 0))),
-                 store_cycles_per_sector=float(_v(c.get("store_cycles_per_sector", 0.0))))
+                 store_cycles_per_sector=float(_v(c.get("store_cycles_per_sector", 0.0))),
+                 l2_request_cycles=float(_v(c.get("l2_request_cycles", 0))))
 
 
 def _build_tlb(t: dict) -> Tlb:

@@ -88,6 +88,10 @@ class Cache:
     # store sends to L2; 0: not modelled, stores only pass the tag stage (docs/model.md §3,
     # "Store path")
     store_cycles_per_sector: float = 0.0
+    # sm_70+: cycles the L1's miss stage spends on each request it sends to L2 (one per cache line
+    # with sectors to fetch or write), in series with the access's wavefronts; 0: not modelled
+    # (docs/model.md §3, "L2 requests")
+    l2_request_cycles: float = 0.0
 
 
 @dataclass(frozen=True)

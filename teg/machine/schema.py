@@ -281,7 +281,8 @@ CACHE = Section({
 L1_CACHE = replace(CACHE, fields={**CACHE.fields, "size_bytes": Num(integer=True, positive=True, maximum=MIB),
                                   "shared_carveouts_kb": NumList(required=False, positive=False, maximum=KIB),
                                   "tags_per_cycle": Num(integer=True, positive=True, maximum=32, required=False),
-                                  "store_cycles_per_sector": Num(positive=True, maximum=64, required=False)})
+                                  "store_cycles_per_sector": Num(positive=True, maximum=64, required=False),
+                                  "l2_request_cycles": Num(positive=True, maximum=64, required=False)})
 
 # address translation (docs/model.md §3): L1 TLB per SM, one L2 TLB, cold at kernel start
 TLB = Section({
