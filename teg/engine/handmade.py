@@ -26,7 +26,7 @@ def make_input(*, lat_exec, lat_multi, lat_same, unit=None, dst=None, src=None, 
                deal=False, l2_partitions=1, l2_partition_bytes=8192, l2_far_latency=None, l2_partition_sms=None,
                l2_slices=0,
                l2_slice_bytes_per_clk=0.0, mshr_lines=0, iline=None, fetch_prefetch=0, cline=None,
-               hashed=(False, False), tlb=None,
+               hashed=(False, False), tlb=None, turnaround=None,
                meta=None) -> EngineInput:
     """Build an :class:`EngineInput` by hand (tests, synthetic experiments).
 
@@ -46,6 +46,8 @@ def make_input(*, lat_exec, lat_multi, lat_same, unit=None, dst=None, src=None, 
     has not read takes the L2 latency. ``hashed`` = (L1, L2): XOR-based set indexes instead of
     line mod sets. ``tlb`` = (page bytes, L1 TLB entries, L2 TLB entry bytes, L2 TLB entries, L2 TLB
     hit cycles, page-walk cycles): address translation of accesses past L1 (default: none).
+    ``turnaround`` = (write batch bytes, read-to-write cycles, write-to-read cycles): DRAM read/write
+    turnaround (default: none).
     ``switches`` maps mechanism names of :class:`teg.engine.Options` to booleans. ``ctrl`` holds
     per-static lists of control-code fields (``ctrl`` present, ``stall``, ``yield``, ``wbar``,
     ``rbar``, ``wait``), ``depbar`` / ``depbar_n`` (``DEPBAR.LE SBb, N``) and ``async`` (1 = cp.async
@@ -98,7 +100,10 @@ def make_input(*, lat_exec, lat_multi, lat_same, unit=None, dst=None, src=None, 
         channels=channels, dram_latency=dram_latency, dram_cycles_per_byte=service_per_byte,
         sms_per_pipeline=sms_per_pipeline, pipe_slots=pipe_slots, mshr_lines=mshr_lines,
         fetch_prefetch=fetch_prefetch, records=REC_ROWS if record_timeline else 0, record_order=record_order,
-        **(tlb_scalars(*tlb) if tlb is not None else {}), **(switches or {}))
+        **(tlb_scalars(*tlb) if tlb is not None else {}),
+        **(dict(zip(("dram_write_batch", "dram_rtw_cycles", "dram_wtr_cycles"), turnaround))
+           if turnaround is not None else {}),
+        **(switches or {}))
     ctrl = ctrl or {}
     static = StaticTable(
         s_unit=i32(unit), s_occ=np.asarray(units_occ, np.float64)[i32(unit)], s_lat_exec=f64(lat_exec),

@@ -33,6 +33,7 @@ MECHANISMS: dict[str, str] = {
     "instruction_fetch": "perfect instruction cache",
     "constant_cache": "perfect constant cache",
     "tlb": "perfect TLB",
+    "dram_turnaround": "no DRAM read/write turnaround",
 }
 
 
@@ -76,6 +77,10 @@ class Options:
       access past L1 whose page the SM's L1 TLB does not hold waits for the L2 TLB or a page walk,
       charged as ``tlb_miss`` (off: a perfect TLB; no effect on machine tables without
       ``memory.tlb``).
+    * ``dram_turnaround`` — a DRAM channel buffers writes and drains them in batches: each batch
+      turns the channel's data bus from reads to writes and the next read turns it back, each
+      turn idling the bus for the table's ``memory.dram_turnaround`` times (off: direction switches
+      are free; no effect on machine tables without it).
 
     Configuration: ``policy`` (``lrr`` loose round-robin, ``gto`` greedy-then-oldest),
     ``dependency_model`` (``auto`` = the machine table's default when the SASS carries control
@@ -112,6 +117,7 @@ class Options:
     instruction_fetch: bool = True
     constant_cache: bool = True
     tlb: bool = True
+    dram_turnaround: bool = True
     policy: str = "gto"
     dependency_model: str = "auto"
     sms: int | None = None

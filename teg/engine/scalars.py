@@ -7,7 +7,7 @@ default: every encoding must give it);
 generated from it, and :func:`scalars` is the one encoder that builds one — from
 :func:`teg.engine.lower.lower` and from the hand builder :func:`teg.engine.handmade.make_input`
 alike — coercing every value to its declared kind, so that every run has the same numba type (one
-compiled loop). The fifteen mechanism switches are the names of
+compiled loop). The sixteen mechanism switches are the names of
 :data:`teg.engine.options.MECHANISMS`, in its order, each ``True`` while its mechanism is modelled.
 
 Kinds: ``INT`` (int64), ``FLOAT`` (float64), ``FLAG`` (boolean) and ``GEOMETRY``, a cache's
@@ -70,6 +70,10 @@ SCALARS: tuple[tuple[str, str, object, str], ...] = (
     ("tlb2", GEOMETRY, NO_CACHE, "L2 TLB geometry"),
     ("tlb2_latency", FLOAT, 0.0, "cycles an L1 TLB miss that hits the L2 TLB adds"),
     ("walk_latency", FLOAT, 0.0, "cycles a page walk adds"),
+    ("dram_write_batch", FLOAT, 0.0, "bytes of writes a DRAM channel buffers before it drains them in one batch "
+                                     "(0: read/write turnaround not modelled)"),
+    ("dram_rtw_cycles", FLOAT, 0.0, "cycles a channel's data bus idles turning from reads to writes"),
+    ("dram_wtr_cycles", FLOAT, 0.0, "cycles a channel's data bus idles turning from writes to reads"),
     # instruction fetch (docs/model.md §2)
     ("fetch_prefetch", INT, 0, "instruction-cache lines fetched beyond a missing one"),
     # what the run records (teg.engine.records)
