@@ -174,3 +174,24 @@ def test_gddr_and_older_tables_have_no_turnaround():
     do not model it: their tables give no timing for it (docs/model.md §3)."""
     for name in ("sm_75", "sm_86", "sm_89", "gtx680", "gt200", "sm_61", "sm_120"):
         assert load_machine(name).memory.dram_turnaround is None, name
+
+
+@pytest.mark.parametrize("key,value", [("write_batch_bytes", "0"), ("write_batch_bytes", "100.5"),
+                                       ("write_to_read_ns", "-3")])
+def test_a_bad_turnaround_value_is_one_line_naming_the_key(tmp_path, key, value):
+    from teg.machine import MachineTableError
+
+    fields = {"read_to_write_ns": "1.65", "write_to_read_ns": "22.2", "write_batch_bytes": "2432", key: value}
+    p = tmp_path / "t.yaml"
+    p.write_text("name: t\nextends: sm_80\nmemory:\n  dram_turnaround:\n    source: test\n"
+                 + "".join(f"    {k}: {v}\n" for k, v in fields.items()))
+    with pytest.raises(MachineTableError, match=key) as e:
+        load_machine(str(p))
+    assert "\n" not in str(e.value)
+
+
+def test_a_table_may_drop_the_turnaround_it_extends(tmp_path):
+    p = tmp_path / "t.yaml"
+    p.write_text("name: t\nextends: sm_80\nmemory:\n  dram_turnaround: null\n")
+    assert load_machine(str(p)).memory.dram_turnaround is None
+    assert load_machine("sm_80").memory.dram_turnaround is not None
