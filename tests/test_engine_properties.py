@@ -52,17 +52,21 @@ def engine_inputs(draw, max_warps=4, private=False):
             tx_min.append(0)
     has_l1 = draw(st.booleans())
     has_l2 = draw(st.booleans())
+    # DRAM read/write turnaround: then the stores are writes (store 2: past a write-back L2)
+    turn = draw(st.booleans()) if not private else False
+    turnaround = (float(draw(st.sampled_from([32, 64, 96]))), float(draw(st.integers(0, 6))),
+                  float(draw(st.integers(0, 30)))) if turn else None
     return make_input(
         lat_exec=lat_exec, lat_multi=lat_multi, lat_same=lat_same, unit=unit, units_occ=units_occ,
         units_count=[1] * n_units, units_per_sm=[0] * n_units, dst=dst, src=src, mem=mem,
-        mem_lat=lat_exec, store=[int(k == "store") for k in kinds], barrier=[int(k == "barrier") for k in kinds],
+        mem_lat=lat_exec, store=[(2 if turn else 1) if k == "store" else 0 for k in kinds], barrier=[int(k == "barrier") for k in kinds],
         depcause=depcause, rows_per_warp=rows, warps_per_block=draw(st.integers(1, 2)),
         schedulers=W if private else draw(st.integers(1, 2)), slots=W if private else 64, r_wave=r_wave, r_wave_min=r_wave_min, tx=tx, tx_min=tx_min,
         issue_interval=float(draw(st.integers(1, 2))), policy=draw(st.sampled_from(["gto", "lrr"])),
         l1=(2, 2, 128, 32, 20.0) if has_l1 else None, l2=(4, 2, 128, 32, 100.0) if has_l2 else None,
         dram_latency=float(draw(st.integers(100, 300))), channels=channels,
         service_per_byte=float(draw(st.integers(0, 3))), pipe_slots=draw(st.integers(0, 3)),
-        wavefront_cycles=float(draw(st.integers(0, 4))), record_timeline=False)
+        wavefront_cycles=float(draw(st.integers(0, 4))), turnaround=turnaround, record_timeline=False)
 
 
 def _with(inp, **switches):

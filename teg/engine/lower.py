@@ -618,6 +618,13 @@ def lower(program, kernel_trace, machine: Machine, options: Options | None = Non
         sc.update(tlb_scalars(t.page_bytes, t.l1_entries, t.l2_page_bytes, t.l2_entries, t.l2_latency,
                               t.walk_latency))
     bytes_per_cycle = gm.bandwidth_gbs * 1e9 / (machine.clock_mhz * 1e6) * share / gm.channels
+    if gm.dram_turnaround is not None:
+        # the bubbles in core cycles; sampled SMs get the share N/busy of each channel, so a
+        # turnaround (like a byte's service) takes 1/share as long for them
+        t = gm.dram_turnaround
+        sc.update(dram_write_batch=t.write_batch_bytes,
+                  dram_rtw_cycles=t.read_to_write_ns * machine.clock_mhz / 1e3 / share,
+                  dram_wtr_cycles=t.write_to_read_ns * machine.clock_mhz / 1e3 / share)
     sc = scalars(**sc, mshr_lines=gm.l1_mshr_lines or 0, fetch_prefetch=_prefetch_lines(machine),
                  channels=gm.channels, sms_per_pipeline=max(1, min(gm.sms_per_pipeline, busy)),
                  pipe_slots=int(gm.max_outstanding), dram_latency=gm.dram_latency,

@@ -26,7 +26,7 @@ MemConfig = namedtuple("MemConfig", ("sw_coal", "sw_l1", "sw_l2", "sw_bw", "sw_s
                                      "l2_shape", "channels", "n_parts", "part_bytes", "n_slices", "slices_pp",
                                      "slices_pc", "slice_line", "slice_spb", "miss", "spp", "pipe_slots",
                                      "pipe_limited", "l1_lat", "l2_lat", "l2_far_lat", "dram_lat", "spb", "record",
-                                     "tlb", "store_cps"))
+                                     "tlb", "store_cps", "turn"))
 # address translation: whether the machine has it, its switch, the two TLB levels' geometries (teg.memory.cache.cache_shape) and
 # the cycles an L2 TLB hit and a page walk add; store_cps: the cycles a global write holds its SM's
 # store path per sector (0: not modelled, or the store_path switch off)
@@ -34,14 +34,19 @@ TlbConfig = namedtuple("TlbConfig", ("present", "on", "l1_shape", "l2_shape", "l
 # the L1's miss stage: MSHR entries per SM (0: C_mem slots instead), the line an entry and a request
 # to L2 cover, and the cycles the stage spends on each request (0: free)
 MissStage = namedtuple("MissStage", ("mshr", "line", "req_cyc"))
+# DRAM read/write turnaround: modelled (the table has it), its switch on (and the bandwidth's),
+# the bytes of writes per drained batch, the data-bus bubbles of a read->write and a write->read
+# switch in core cycles
+TurnConfig = namedtuple("TurnConfig", ("has", "on", "batch", "rtw", "wtr"))
 
 
 # Its state (built by new_memory): the memory pipelines' slot heaps and slots per pipeline, the DRAM
-# channels' free times and service scales, the L1s and L2 partitions with their lines' ready
+# channels' free times and service scales, each channel's bus direction (0 reads, 1 writes) and
+# the write bytes it has buffered while serving reads, the L1s and L2 partitions with their lines' ready
 # times (and the L2 lines' written sectors), each SM's near L2 partition, the L2 slices' free
-# times, the two TLB levels, and each memory pipeline's store path free time (one SM per pipeline
-# on the machines that model it).
-Memory = namedtuple("Memory", ("heap", "pipe_n", "chan_free", "chan_scale", "l1_state", "l1_ready", "l2_state",
+# times, the two TLB levels, each memory pipeline's store path free time (one SM per pipeline
+# on the machines that model it), and each DRAM channel's bus direction and buffered write bytes.
+Memory = namedtuple("Memory", ("heap", "pipe_n", "chan_free", "chan_scale", "chan_dir", "chan_wbuf", "l1_state", "l1_ready", "l2_state",
                                "l2_ready", "l2_dirty", "sm_part", "slice_free", "tlb1_state", "tlb1_ready",
                                "tlb2_state", "tlb2_ready", "wport"))
 
@@ -74,6 +79,9 @@ def mem_config(sc):
     store_cps = 0.0
     if sc.store_path:
         store_cps = sc.store_cycles_per_sector
+    has_turn = sc.dram_write_batch > 0.0
+    turn_on = sc.dram_turnaround and sc.bandwidth
+    turn = TurnConfig(has_turn, turn_on, sc.dram_write_batch, sc.dram_rtw_cycles, sc.dram_wtr_cycles)
     return MemConfig(
         sc.coalescing, sc.l1_misses, sc.l2_misses, sc.bandwidth, sc.channel_skew,
         l1_sets > 0, l2_sets > 0,
@@ -87,7 +95,7 @@ def mem_config(sc):
         miss,
         max(sc.sms_per_pipeline, 1) if mshr == 0 else 1, pipe_slots, pipe_slots > 0,
         sc.l1_latency, sc.l2_latency, sc.l2_far_latency, sc.dram_latency, sc.dram_cycles_per_byte,
-        (sc.records & REC_ROWS) != 0, tlb, store_cps)
+        (sc.records & REC_ROWS) != 0, tlb, store_cps, turn)
 
 
 @helper
@@ -112,6 +120,8 @@ def new_memory(mc, n_sms, tx_chan, sm_part_in):
         chan_scale = np.ones(channels, np.float64)
     else:
         chan_scale = balance_scale(tx_chan, channels)
+    chan_dir = np.zeros(channels, np.int64)
+    chan_wbuf = np.zeros(channels, np.float64)
     l1_state = cache_new(n_sms, mc.l1_shape)
     # per way, the cycle its line's data is there (a hit on a line still being filled waits for it)
     l1_ready = np.zeros(l1_state.shape, np.float64)
@@ -129,7 +139,7 @@ def new_memory(mc, n_sms, tx_chan, sm_part_in):
     tlb2_state = cache_new(1, mc.tlb.l2_shape)
     tlb2_ready = np.zeros(tlb2_state.shape, np.float64)
     wport = np.zeros(n_pipes, np.float64)
-    return Memory(heap, pipe_n, chan_free, chan_scale, l1_state, l1_ready, l2_state, l2_ready, l2_dirty, sm_part,
+    return Memory(heap, pipe_n, chan_free, chan_scale, chan_dir, chan_wbuf, l1_state, l1_ready, l2_state, l2_ready, l2_dirty, sm_part,
                   slice_free, tlb1_state, tlb1_ready, tlb2_state, tlb2_ready, wport)
 
 
@@ -171,6 +181,31 @@ def store_path(mem, mc, rows, row, pp, t):
     if not mc.sw_coal:
         nsec = min2(nsec, rows.r_tx_min[row])     # perfect coalescing: the fewest sectors
     mem.wport[pp] = max2(t, mem.wport[pp]) + nsec * mc.store_cps
+
+
+@hot
+def turnaround(mem, tc, ch, nbytes, write):
+    """DRAM read/write turnaround (docs/model.md §3): the cycles channel ``ch``'s data bus idles
+    before serving ``nbytes`` of a read (``write`` False) or a write. A channel serves reads and
+    buffers writes; when the buffer holds ``tc.batch`` bytes it drains them in one batch, turning
+    its bus to writes (``tc.rtw``: the transaction that fills the batch waits for it), and the first
+    read after that turns it back (``tc.wtr``). Writes that arrive while the bus is turned to writes
+    join the batch under way. The direction state evolves alike with the switch on or off (the
+    bubbles are then 0); the caller adds the bubble to the channel's free time, so a turn that fits
+    in an idle gap costs nothing."""
+    if write:
+        if mem.chan_dir[ch] == 1:
+            return 0.0
+        mem.chan_wbuf[ch] += nbytes
+        if mem.chan_wbuf[ch] < tc.batch:
+            return 0.0
+        mem.chan_wbuf[ch] = 0.0
+        mem.chan_dir[ch] = 1
+        return tc.rtw if tc.on else 0.0
+    if mem.chan_dir[ch] == 0:
+        return 0.0
+    mem.chan_dir[ch] = 0
+    return tc.wtr if tc.on else 0.0
 
 
 @hot
@@ -366,8 +401,12 @@ def global_access(mem, mc, rows, counters, tx_rec, t, row, sm, pp, store, depcau
             # channel skew an overloaded channel serves at the average load's pace
             ch = nonneg(tx_chan[j])
             s0 = s_req
-            if chan_free[ch] > s0:
-                s0 = chan_free[ch]
+            free = chan_free[ch]
+            if mc.turn.has:
+                # a write past the L2 is a DRAM write; every other DRAM trip reads
+                free += turnaround(mem, mc.turn, ch, nb, is_write and has_l2)
+            if free > s0:
+                s0 = free
                 qc = CHANNEL_QUEUE if s0 - s_req >= s_req - t else qc
             cq = s0 - t
             if sw_bw:
@@ -383,6 +422,9 @@ def global_access(mem, mc, rows, counters, tx_rec, t, row, sm, pp, store, depcau
                     wb += evicted & 1
                     evicted >>= 1
                 wb_bytes = wb * (1 << l2_shape[3])
+                if mc.turn.has:
+                    # the write-back is a write: it may fill the channel's batch (the bus turns)
+                    chan_free[ch] += turnaround(mem, mc.turn, ch, float(wb_bytes), True)
                 if sw_bw:
                     chan_free[ch] += wb_bytes * spb * chan_scale[ch]
                 counters[C_DRAM_B] += np.int64(wb_bytes)

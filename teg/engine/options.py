@@ -35,6 +35,7 @@ MECHANISMS: dict[str, str] = {
     "constant_cache": "perfect constant cache",
     "tlb": "perfect TLB",
     "store_path": "unlimited store path",
+    "dram_turnaround": "no DRAM read/write turnaround",
 }
 
 
@@ -87,6 +88,10 @@ class Options:
       ``memory.l1.store_cycles_per_sector`` cycles per 32 B sector it sends to L2, and the next
       store of that SM issues only once the path is free, charged as ``unit_busy`` (off: stores
       pass the L1 tag stage only; no effect on machine tables without that key).
+    * ``dram_turnaround`` — a DRAM channel buffers writes and drains them in batches: each batch
+      turns the channel's data bus from reads to writes and the next read turns it back, each
+      turn idling the bus for the table's ``memory.dram_turnaround`` times (off: direction switches
+      are free; no effect on machine tables without it).
 
     Configuration: ``policy`` (``lrr`` loose round-robin, ``gto`` greedy-then-oldest),
     ``dependency_model`` (``auto`` = the machine table's default when the SASS carries control
@@ -125,6 +130,7 @@ class Options:
     constant_cache: bool = True
     tlb: bool = True
     store_path: bool = True
+    dram_turnaround: bool = True
     policy: str = "gto"
     dependency_model: str = "auto"
     sms: int | None = None

@@ -74,6 +74,10 @@ SCALARS: tuple[tuple[str, str, object, str], ...] = (
     ("tlb2", GEOMETRY, NO_CACHE, "L2 TLB geometry"),
     ("tlb2_latency", FLOAT, 0.0, "cycles an L1 TLB miss that hits the L2 TLB adds"),
     ("walk_latency", FLOAT, 0.0, "cycles a page walk adds"),
+    ("dram_write_batch", FLOAT, 0.0, "bytes of writes a DRAM channel buffers before it drains them in one batch "
+                                     "(0: read/write turnaround not modelled)"),
+    ("dram_rtw_cycles", FLOAT, 0.0, "cycles a channel's data bus idles turning from reads to writes"),
+    ("dram_wtr_cycles", FLOAT, 0.0, "cycles a channel's data bus idles turning from writes to reads"),
     # instruction fetch (docs/model.md §2)
     ("fetch_prefetch", INT, 0, "instruction-cache lines fetched beyond a missing one"),
     # what the run records (teg.engine.records)

@@ -27,8 +27,8 @@ import yaml
 from teg import TegError
 from teg.machine import generated, schema
 from teg.machine.formulas import c_mem_from, c_mem_slots
-from teg.machine.model import (MAX_SECTORS_PER_LINE, Cache, GlobalMemory, Latency, Limits, Machine, OpInfo, Tlb,
-                               SharedMemory, Unit)
+from teg.machine.model import (MAX_SECTORS_PER_LINE, Cache, DramTurnaround, GlobalMemory, Latency, Limits, Machine,
+                               OpInfo, SharedMemory, Tlb, Unit)
 from teg.resources import isa_tables_dir
 from teg.textfile import TextFileError, read_text
 from teg.yamlfile import YamlError, load_yaml
@@ -431,6 +431,11 @@ def _build_memory(m: dict, num_sms: int, warp_size: int, clock_mhz: float) -> Gl
         opt["l1_caches_global_loads"] = bool(_v(m["l1_caches_global_loads"]))
     if m.get("tlb") is not None:
         opt["tlb"] = _build_tlb(m["tlb"])
+    if m.get("dram_turnaround") is not None:
+        t = m["dram_turnaround"]
+        opt["dram_turnaround"] = DramTurnaround(read_to_write_ns=float(_v(t["read_to_write_ns"])),
+                                                write_to_read_ns=float(_v(t["write_to_read_ns"])),
+                                                write_batch_bytes=int(_v(t["write_batch_bytes"])))
     return GlobalMemory(
         coalescing=m["coalescing"], segment_bytes=tuple(int(x) for x in _v(m["segment_bytes"])),
         dram_latency=float(_v(m["dram_latency"])), channels=int(_v(m["channels"])),

@@ -109,6 +109,17 @@ class Tlb:
 
 
 @dataclass(frozen=True)
+class DramTurnaround:
+    """DRAM read/write turnaround (docs/model.md §3, "Read/write turnaround"): each channel buffers
+    writes and drains them in batches of ``write_batch_bytes``; turning its data bus from reads to
+    writes idles it ``read_to_write_ns``, turning back ``write_to_read_ns``."""
+
+    read_to_write_ns: float     # data-bus bubble of a read-to-write switch
+    write_to_read_ns: float     # data-bus bubble of a write-to-read switch (tWTR + read latency)
+    write_batch_bytes: int      # bytes of writes drained per direction switch (write-queue watermarks)
+
+
+@dataclass(frozen=True)
 class SharedMemory:
     """Shared-memory banking (TEG §3.3.3; CUDA C++ Programming Guide, shared memory of
     compute capability 5.x and later: 32 banks of 4 bytes)."""
@@ -151,6 +162,7 @@ class GlobalMemory:
     icache_line_bytes: int | None = None  # instruction-cache line; None: a perfect instruction cache
     icache_prefetch_lines: int | None = None  # lines the sequential prefetch runs ahead (None: derived)
     tlb: Tlb | None = None              # address translation (None: not modelled)
+    dram_turnaround: DramTurnaround | None = None  # read/write turnaround (None: not modelled)
     l1_caches_global_loads: bool = True  # False: plain global/generic loads are L2-only and only
                                          # loads that ask for L1 (.CI/.CONSTANT = .nc, .CA) use it
                                          # (Maxwell/Pascal; teg.memory.cachepolicy.bypasses_l1)

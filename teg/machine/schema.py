@@ -294,6 +294,13 @@ TLB = Section({
     "walk_latency": Num(),
 }, required=False, nullable=True)
 
+# DRAM read/write turnaround (docs/model.md §3): write batches and the data-bus bubbles of a switch
+DRAM_TURNAROUND = Section({
+    "read_to_write_ns": Num(),
+    "write_to_read_ns": Num(),
+    "write_batch_bytes": Num(integer=True, positive=True, maximum=GIB),
+}, required=False, nullable=True)
+
 OPCLASS_FIELDS = {
     "unit": Str(),
     "latency": Str(),
@@ -388,6 +395,7 @@ TABLE = Section({
         "icache_line_bytes": Num(integer=True, positive=True, required=False, power_of_two=True, maximum=64 * KIB),
         "icache_prefetch_lines": Num(integer=True, required=False, maximum=1024),
         "tlb": TLB,
+        "dram_turnaround": DRAM_TURNAROUND,
     }),
     "opcodes": Section({
         "classes": MapOf(Section(dict(OPCLASS_FIELDS)), key_pattern=NAME, min_items=1),
