@@ -1,10 +1,79 @@
-"""The numba decorator for teg's jitted helpers, and the freshness of a cached entry's callees."""
+"""The numba decorator for teg's jitted helpers (compiled into their callers only), and the freshness of a
+cached entry's callees."""
 
 from __future__ import annotations
 
 import os
 
 from numba import njit
+from numba.core import codegen as _codegen
+from numba.core.compiler import CompilerBase, DefaultPassBuilder
+from numba.core.compiler_machinery import LoweringPass, register_pass
+from numba.core.typed_passes import AnnotateTypes
+
+
+class _LinkOnlyLibrary(_codegen.JITCodeLibrary):
+    """The code library of a function that only jitted callers use, whose LLVM module is linked into
+    each caller's and optimized and compiled to machine code there. numba finalizes every library
+    on its own: it optimizes its module (its callees linked in) at -O3 and emits its machine code,
+    which for a helper nobody calls from Python is wasted — its caller links the module and
+    optimizes it again, and a helper called from helpers is optimized once per level of the call
+    tree. This library keeps the function-level passes (run when the module is added), and
+    finalizing it only links its callees in."""
+
+    def _optimize_final_module(self):
+        pass
+
+    def _finalize_final_module(self):
+        self._finalize_dynamic_globals()
+        self._verify_declare_only_symbols()
+        self._finalized = True
+
+    def get_pointer_to_function(self, name):
+        return 0        # no machine code: never called from Python (no wrappers)
+
+    @property
+    def codegen(self):
+        return _NoEnvCodegen(self._codegen)
+
+
+class _NoEnvCodegen:
+    """The codegen, but for ``set_env``: a link-only function's environment global is not in the
+    execution engine (its caller's copy is what runs; numba sets the caller's)."""
+
+    def __init__(self, codegen):
+        self._cg = codegen
+
+    def set_env(self, env_name, env):
+        pass
+
+    def __getattr__(self, name):
+        return getattr(self._cg, name)
+
+
+@register_pass(mutates_CFG=False, analysis_only=False)
+class _UseLinkOnlyLibrary(LoweringPass):
+    """Before numba's native lowering: the function's code goes into a :class:`_LinkOnlyLibrary`."""
+
+    _name = "teg_link_only_library"
+
+    def __init__(self):
+        LoweringPass.__init__(self)
+
+    def run_pass(self, state):
+        if state.library is None:
+            state.library = _LinkOnlyLibrary(state.targetctx.codegen(), state.func_id.func_qualname)
+        return True
+
+
+class _LinkOnlyCompiler(CompilerBase):
+    """numba's nopython pipeline with :class:`_UseLinkOnlyLibrary` before the lowering."""
+
+    def define_pipelines(self):
+        pm = DefaultPassBuilder.define_nopython_pipeline(self.state)
+        pm.add_pass_after(_UseLinkOnlyLibrary, AnnotateTypes)
+        pm.finalize()
+        return [pm]
 
 
 def inner(**options):
@@ -13,8 +82,14 @@ def inner(**options):
     which a jitted caller never uses; generating them is a good part of a small function's
     compile time, about 1 s of the engine's cold start). Such a function cannot be called from
     Python. ``cache=False`` leaves it out of numba's on-disk cache (it is compiled into the cached
-    function that calls it)."""
-    return njit(**{"cache": True, **options}, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+    function that calls it) and makes it link-only (:class:`_LinkOnlyLibrary`: no optimization of
+    its own module and no machine code of its own; its callers' do both, once, with it inlined or
+    linked in). ``TEG_NO_LINKONLY=1`` in the environment gives numba's own finalization instead
+    (for ``benchmarks/startup.py --variants``)."""
+    options = {"cache": True, **options}
+    if not options["cache"] and not os.environ.get("TEG_NO_LINKONLY"):
+        options["pipeline_class"] = _LinkOnlyCompiler
+    return njit(**options, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 
 
 def stamp_sources(dispatcher, modules) -> None:

@@ -54,3 +54,77 @@ def test_an_edited_callee_module_recompiles_the_stamped_entry(tmp_path):
     _edit(callee)
     assert _call(tmp_path / "stamped") == "22"
 
+
+
+# ------------------------------------------------------------------ link-only helpers (teg.jit.inner)
+
+LINKED = """
+import numpy as np
+from numba import njit
+
+from teg.jit import inner
+
+
+@inner(cache=False)
+def twice(x):
+    return 2.0 * x
+
+
+@inner(cache=False, forceinline=True)
+def sum_twice(a):
+    s = 0.0
+    for v in a:
+        s += twice(v)
+    return s
+
+
+@njit(cache=True)
+def entry(a):
+    return sum_twice(a) + twice(1.5)
+"""
+
+
+def test_link_only_helpers_are_compiled_into_their_callers_only(tmp_path):
+    """A helper only jitted code calls has no machine code of its own (nothing of it reaches the
+    execution engine; its caller links and optimizes its module), its caller computes the same,
+    and the cached caller is loaded on the next run without compiling any of them."""
+    import numpy as np
+
+    from teg.jit import _LinkOnlyLibrary
+
+    folder = tmp_path / "linked"
+    folder.mkdir()
+    (folder / "linked.py").write_text(LINKED)
+    probe = """
+import numpy as np
+from numba.core import event
+import linked
+compiled = []
+class L(event.Listener):
+    def on_start(self, ev): compiled.append(ev.data["dispatcher"].py_func.__name__)
+    def on_end(self, ev): pass
+event.register("numba:compile", L())
+print(linked.entry(np.arange(5.0)), sorted(compiled))
+"""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(folder), str(ROOT)]),
+               NUMBA_CACHE_DIR=str(folder / "cache"))
+    run = lambda: subprocess.run([sys.executable, "-c", probe], env=env, cwd=folder, capture_output=True,
+                                 text=True, check=True).stdout.strip()
+    assert run() == "23.0 ['entry', 'sum_twice', 'twice']"
+    assert run() == "23.0 []"             # the second run loads the entry from numba's cache
+
+    sys.path.insert(0, str(folder))
+    try:
+        import linked
+    finally:
+        sys.path.remove(str(folder))
+    assert linked.entry(np.arange(3.0)) == 2.0 * 3.0 + 3.0
+    twice_cres = next(iter(linked.twice.overloads.values()))
+    sum_cres = next(iter(linked.sum_twice.overloads.values()))
+    for cres in (twice_cres, sum_cres):
+        assert isinstance(cres.library, _LinkOnlyLibrary)
+        assert cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name) == 0
+        assert not cres.library.codegen._cg._engine.is_symbol_defined(cres.fndesc.llvm_func_name)
+    # sum_twice's module holds twice's code, linked in
+    defined = {f.name for f in sum_cres.library._final_module.functions if not f.is_declaration}
+    assert twice_cres.fndesc.llvm_func_name in defined

@@ -157,7 +157,7 @@ def simulate(rows, grid, sc, order_in, out, sim, stop_at):
         # after the other from scheduler t mod S, so the sub-partitions take turns at the SM's
         # shared units (MIO, CBU) round-robin and none starves behind a lower-numbered one
         rot = nonneg(np.int64(t)) % S
-        g = -1
+        g = np.int64(-1)   # int64 from the start: typed as the literal -1 first, numba compiled _visit_sm twice
         kq = S - 1          # (no SM entered yet: the first turn enters one)
         gbase = 0
         sm_iss = False

@@ -1,0 +1,133 @@
+"""Start-up of ``teg estimate`` on the bundled example: the cold run (numba compiling teg's jitted
+code into an empty cache) and the warm run (loading it from the cache).
+
+Each run is a fresh interpreter running the command line of this checkout (``python -c 'from
+teg.cli import main; main()' estimate``) with ``NUMBA_CACHE_DIR`` pointed at a temporary folder:
+empty for a cold run, filled by that cold run for the warm ones. A cold run prints its CPU
+seconds (user + system of the child, which is what compiling costs on a shared machine; the wall
+time follows the other tenants) and, from numba's compile events (``numba.core.event``), the CPU
+seconds spent inside top-level compilations and the count of functions compiled. The warm runs
+give wall and CPU time, median of ``--warm`` runs.
+
+``--variants`` compares teg's link-only helpers (:mod:`teg.jit`, the default) with numba's own
+finalization of every helper (``TEG_NO_LINKONLY=1``): the cold runs of the two alternate, so the
+machine's drift falls on both.
+
+    python benchmarks/startup.py [--cold 1] [--warm 7] [--variants]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+CHILD = r"""
+import json, sys, time
+from numba.core import event
+depth = [0]
+acc = {"compile_cpu": 0.0, "compiled": 0}
+class _L(event.Listener):
+    def on_start(self, ev):
+        if depth[0] == 0:
+            acc["t0"] = time.process_time()
+        depth[0] += 1
+        acc["compiled"] += 1
+    def on_end(self, ev):
+        depth[0] -= 1
+        if depth[0] == 0:
+            acc["compile_cpu"] += time.process_time() - acc.pop("t0")
+event.register("numba:compile", _L())
+from teg.cli import main
+try:
+    main(args=["estimate"], standalone_mode=False)
+except SystemExit as e:
+    if e.code:
+        raise
+sys.stderr.write("STARTUP " + json.dumps(acc) + "\n")
+"""
+
+PLAIN = "from teg.cli import main; main(args=['estimate'])"
+
+
+def run_child(code: str, cache_dir: str, extra_env: dict | None = None) -> dict:
+    """One interpreter running ``code``; its wall and CPU seconds, and what it reported."""
+    env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir, PYTHONPATH=ROOT, TEG_COMPILE_NOTICE="0")
+    env.pop("TEG_NO_LINKONLY", None)
+    env.update(extra_env or {})
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    p = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE, text=True)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if p.returncode != 0:
+        sys.exit(f"startup.py: the child failed ({p.returncode}):\n{p.stderr[-2000:]}")
+    out = {"wall": wall, "cpu": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)}
+    for line in p.stderr.splitlines():
+        if line.startswith("STARTUP "):
+            out.update(json.loads(line[len("STARTUP "):]))
+    return out
+
+
+def machine() -> str:
+    model = platform.processor() or "?"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    import numba
+    import numpy
+    return (f"{model}, {os.cpu_count()} CPUs, load average {load:.1f}; Python {platform.python_version()}, "
+            f"numpy {numpy.__version__}, numba {numba.__version__}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cold", type=int, default=1, help="cold runs (each in a fresh cache)")
+    ap.add_argument("--warm", type=int, default=7, help="warm runs after the first cold one")
+    ap.add_argument("--variants", action="store_true",
+                    help="also cold runs with TEG_NO_LINKONLY=1 (numba finalizing every helper), alternating")
+    args = ap.parse_args()
+    print("machine:", machine())
+    variants = [("link-only helpers", {})]
+    if args.variants:
+        variants.append(("TEG_NO_LINKONLY=1", {"TEG_NO_LINKONLY": "1"}))
+    colds: dict[str, list[dict]] = {name: [] for name, _ in variants}
+    warm_dir = None
+    with tempfile.TemporaryDirectory(prefix="teg-startup-") as top:
+        for i in range(args.cold):
+            for name, env in variants:
+                d = tempfile.mkdtemp(dir=top)
+                colds[name].append(run_child(CHILD, d, env))
+                if warm_dir is None and not env:
+                    warm_dir = d
+        for name, runs in colds.items():
+            for r in runs:
+                print(f"cold ({name}): CPU {r['cpu']:.1f} s (of which compiling {r['compile_cpu']:.1f} s, "
+                      f"{r['compiled']} functions compiled), wall {r['wall']:.1f} s")
+        warm = [run_child(PLAIN, warm_dir) for _ in range(args.warm)]
+        walls = sorted(r["wall"] for r in warm)
+        cpus = sorted(r["cpu"] for r in warm)
+        print(f"warm: wall median {statistics.median(walls):.3f} s (min {walls[0]:.3f}, max {walls[-1]:.3f}), "
+              f"CPU median {statistics.median(cpus):.3f} s over {len(warm)} runs")
+        check = run_child(CHILD, warm_dir)
+        print(f"warm run compiles {check['compiled']} functions (0: everything came from the cache)")
+
+
+if __name__ == "__main__":
+    main()
