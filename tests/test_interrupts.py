@@ -48,11 +48,11 @@ def alive(pid: int) -> bool:
 
 def start_paused(tmp_path, **popen):
     """``teg sweep`` of an application with 2 workers, paused in the parent once the pool runs
-    (its first wait for results: concurrent.futures.as_completed, which the local executor imports
-    when its pool starts): (process, worker PIDs)."""
+    (its first wait for results, teg.analysis.executors.completed: a pause point only the local
+    pool reaches): (process, worker PIDs)."""
     sig = tmp_path / "sig"
     sig.mkdir()
-    p = subprocess.Popen([sys.executable, "-c", PAUSER, "concurrent.futures:as_completed", "1", str(sig), "p",
+    p = subprocess.Popen([sys.executable, "-c", PAUSER, "teg.analysis.executors:completed", "1", str(sig), "p",
                           *ARGS], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          env=env_with(TEG_CACHE_DIR=tmp_path / "cache"), **popen)
     wait_for(sig / "p.at", p, timeout=180)

@@ -236,9 +236,18 @@ def stop_workers(pool: ProcessPoolExecutor) -> None:
             pass
 
 
+def completed(futures) -> Iterator:
+    """The local pool's futures as they finish (``concurrent.futures.as_completed``): the parent's
+    wait for results, a function of this module's own so that the interrupt tests pause exactly
+    there (patching ``concurrent.futures.as_completed`` would pause whatever else calls it first)."""
+    from concurrent.futures import as_completed
+
+    return as_completed(futures)
+
+
 def _local(fn, items: list, jobs: int, head_s: float) -> Iterator[tuple[int, Any]]:
     import multiprocessing      # here, not at the top: a command that runs one kernel never starts a pool
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
     if jobs <= 1:
@@ -257,7 +266,7 @@ def _local(fn, items: list, jobs: int, head_s: float) -> Iterator[tuple[int, Any
     try:
         with worker_environ(WORKER_MALLOC_ENV), sigint_ignored():    # spawn starts the workers at the submits
             futures = {pool.submit(_run_chunk, fn, items[a:b]): a for a, b in chunks(first, len(items), jobs)}
-        for fut in as_completed(futures):
+        for fut in completed(futures):
             yield from enumerate(fut.result(), futures[fut])
         finished = True
     except BrokenProcessPool:
