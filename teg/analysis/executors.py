@@ -222,7 +222,17 @@ def sigint_ignored():
 
 
 def stop_workers(pool: ProcessPoolExecutor) -> None:
-    """Kill the pool's worker processes now (an interrupted run does not wait for their tasks)."""
+    """Kill the pool's worker processes now (an interrupted run does not wait for their tasks), and
+    let the process exit without flushing the tasks still queued for them: the pool's call queue
+    is a pipe whose reading end this process also holds, so its feeder thread, blocked writing a
+    task larger than the pipe's buffer to workers that are gone, would never finish, and the
+    interpreter's exit joins it (``multiprocessing.Queue.cancel_join_thread``)."""
+    queue = getattr(pool, "_call_queue", None)
+    if queue is not None:
+        try:
+            queue.cancel_join_thread()
+        except (OSError, AttributeError, ValueError):
+            pass
     procs = getattr(pool, "_processes", None) or {}
     for p in list(procs.values()):
         try:
