@@ -22,7 +22,7 @@ class _LinkOnlyLibrary(_codegen.JITCodeLibrary):
     finalizing it only links its callees in."""
 
     def _optimize_final_module(self):
-        pass
+        """Nothing: the caller's library optimizes this module once it is linked in."""
 
     def _finalize_final_module(self):
         self._finalize_dynamic_globals()
@@ -45,7 +45,7 @@ class _NoEnvCodegen:
         self._cg = codegen
 
     def set_env(self, env_name, env):
-        pass
+        """Nothing: the caller's environment global is the one that runs."""
 
     def __getattr__(self, name):
         return getattr(self._cg, name)
