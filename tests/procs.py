@@ -6,6 +6,7 @@ interleaving fails the test instead of hanging it."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -15,6 +16,8 @@ from pathlib import Path
 # creates SIGNAL_DIR/TAG.at and waits (at most 120 s) for SIGNAL_DIR/TAG.go, then calls through.
 PAUSER = r"""
 import importlib, os, sys, time
+import faulthandler, signal
+faulthandler.register(signal.SIGUSR1, all_threads=True)     # finish_or_dump: every thread's stack on a hang
 where, after, sig, tag = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 mod, attr = where.split(":")
 owner = importlib.import_module(mod)
@@ -78,6 +81,30 @@ def finish(proc: subprocess.Popen, timeout: float = 120.0) -> tuple[int, str, st
         proc.kill()
         out, err = proc.communicate()
         raise AssertionError(f"child still running after {timeout} s: {err.decode(errors='replace')[-2000:]}")
+    return proc.returncode, out.decode(errors="replace"), err.decode(errors="replace")
+
+
+def finish_or_dump(proc: subprocess.Popen, timeout: float) -> tuple[int, str, str]:
+    """:func:`finish` for a :data:`PAUSER` child, which dumps every thread's Python stack on SIGUSR1:
+    if it runs past ``timeout``, the failure shows where each of its threads is (the stacks and the
+    kernel's wait channel per thread) instead of only that it did not end."""
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        waits = []
+        for task in sorted(Path(f"/proc/{proc.pid}/task").glob("*")):
+            try:
+                waits.append(f"{task.name}:{(task / 'comm').read_text().strip()}:{(task / 'wchan').read_text()}")
+            except OSError:
+                pass
+        proc.send_signal(signal.SIGUSR1)
+        try:
+            out, err = proc.communicate(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+        raise AssertionError(f"child still running after {timeout} s; threads (tid:name:wchan) {waits}; "
+                             f"stderr with their stacks:\n{err.decode(errors='replace')[-6000:]}")
     return proc.returncode, out.decode(errors="replace"), err.decode(errors="replace")
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from procs import PAUSER, env_with, finish, release, wait_for
+from procs import PAUSER, env_with, finish_or_dump, wait_for
 
 TORCH = Path(__file__).parent / "data" / "traces" / "dp-performance-accel-sim" / "simpletorch"
 # 6 kernels x 48 warp counts: more than the first second the calling process runs itself, so the pool starts
@@ -101,7 +101,7 @@ def test_killing_the_parent_stops_its_workers(tmp_path):
 def test_ctrl_c_ends_with_one_line_exit_130_and_no_worker_left(tmp_path):
     p, workers, sig = start_paused(tmp_path, start_new_session=True)
     os.killpg(p.pid, signal.SIGINT)                     # what a terminal's Ctrl-C does: the whole group
-    code, out, err = finish(p, timeout=60)
+    code, out, err = finish_or_dump(p, timeout=60)
     left = gone_within(workers, 10)
     for q in left:
         os.kill(q, signal.SIGKILL)
