@@ -13,8 +13,8 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from teg.analysis.application import (ApplicationError, KernelRef, open_application, select, short_name,
-                                      summarize)
+from teg.analysis.application import ApplicationError, KernelRef, open_application, select, summarize
+from teg.sass.demangle import short_name
 from teg.cli import main
 
 TORCH = Path(__file__).parent / "data" / "traces" / "dp-performance-accel-sim" / "simpletorch"

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from teg import TegError, UnknownOpcodeWarning, error_line
 from teg.engine.options import MECHANISMS, Options
+from teg.sass.demangle import short_name
 
 KERNEL_FILE_ID = re.compile(r"kernel-(\d+)")
 ID_LIST = re.compile(r"^\s*\d+(\s*-\s*\d+)?(\s*,\s*\d+(\s*-\s*\d+)?)*\s*$")
@@ -223,27 +224,6 @@ def select(app: Application, spec: str | None) -> Application:
         more = f", … ({len(app.kernels)} kernels)" if len(app.kernels) > 12 else ""
         raise ApplicationError(f"{app.source}: no kernel matches --kernel {spec!r} (have: {have}{more})")
     return Application(app.source, kernels, missing, app.memcpy, app.sass)
-
-
-def short_name(name: str, width: int = 60) -> str:
-    """A demangled C++ name shortened for a table: no return type, no argument lists, no
-    namespaces, lambdas and ``operator()`` scopes dropped, cut to ``width`` characters
-    (``void at::native::reduce_kernel<512, 1, …>(…)`` → ``reduce_kernel<512, 1, …``)."""
-    s = re.sub(r"^(void|static|__global__)\s+", "", name.strip())
-    s = _until_stable(s, r"::(\{lambda\([^()]*\)#\d+\}|operator\(\)\(\)( const)?)")
-    s = _until_stable(s, r"\([^()]*\)")
-    s = re.sub(r"\b\w+::", "", s)
-    s = re.sub(r"\s*\bconst\b", "", s)
-    s = re.sub(r"\s+>", ">", s).strip() or name
-    return s if len(s) <= width else s[: width - 1] + "…"
-
-
-def _until_stable(s: str, pattern: str) -> str:
-    """Delete ``pattern`` repeatedly until nothing matches (nested groups go inside out)."""
-    prev = None
-    while prev != s:
-        prev, s = s, re.sub(pattern, "", s)
-    return s
 
 
 # ---- one kernel, in any process -------------------------------------------------------------------

@@ -8,8 +8,9 @@ import csv
 import io
 import json
 
-from teg.analysis.application import ApplicationReport, KernelRef, short_name
+from teg.analysis.application import ApplicationReport, KernelRef
 from teg.report.layout import table as _table
+from teg.sass.demangle import short_name
 
 MISSING_SHOWN = 10     # missing kernels named in the text view (JSON lists all)
 
@@ -172,25 +173,3 @@ def trace_lines_text(source: str, summaries: list[dict], missing: list[KernelRef
     lines += ["", _table(["id", "kernel", "grid x block", "blocks", "warps", "warp instr", "memory", "lanes", "sm"],
                          body, "lllrrrrrr")]
     return "\n".join(lines)
-
-
-def points_text(rows: list[dict]) -> str:
-    """Sweep points (:func:`teg.analysis.sweepspec.run_point` rows) as a table, in point order."""
-    body = [[str(r["kernel_id"]), short_name(r["kernel"] or "", 40), r["machine_table"] or r["machine"], r["warps"],
-             r["whatif"], _num(r["cycles"]), _num(r["baseline_cycles"]), _us(r["time_us"]),
-             "-" if r["ipc"] is None else f"{r['ipc']:.3f}", r["schedule"] or "",
-             "ok" if r["status"] == "ok" else f"error: {r['error']}"] for r in rows]
-    return _table(["id", "kernel", "machine", "warps", "whatif", "cycles", "baseline", "time (us)", "IPC",
-                   "schedule", "status"], body, "lllrlrrrrll")
-
-
-def _num(v) -> str:
-    return "-" if v is None else f"{v:,}"
-
-
-def points_csv(rows: list[dict], columns: tuple[str, ...]) -> str:
-    """Sweep points as CSV (the columns of the ``-o`` file)."""
-    from teg.analysis.rowlog import csv_line
-
-    data = csv_line(columns) + b"".join(csv_line([r.get(c) for c in columns]) for r in rows)
-    return data.decode("utf-8", "surrogateescape")
