@@ -41,7 +41,8 @@ import yaml
 
 from teg import TegError, UnknownOpcodeWarning
 from teg import error_line
-from teg.analysis.application import Application, KernelRef, kernel_inputs_of, largest_stall, open_application, select
+from teg.analysis.kernel_task import kernel_inputs_of, largest_stall
+from teg.trace.application import Application, KernelRef, open_application, select
 from teg.engine.options import MECHANISMS, Options, OptionsError
 
 SPEC_KEYS = ("traces", "trace", "sass", "kernels", "machines", "machine", "warps", "whatif", "options")
