@@ -98,7 +98,7 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="teg-app-speed-"))
     os.environ["TEG_CACHE_DIR"] = str(work / "cache")          # inherited by the workers
     try:
-        from teg.analysis.application import load_kernel, open_application
+        from teg.trace.application import load_kernel, open_application
         from teg.analysis.executors import Executor, usable_cores
 
         t0 = time.perf_counter()

@@ -17,11 +17,14 @@ SUITE = ROOT / "benchmarks" / "accuracy"
 
 
 @pytest.fixture(scope="module")
-def acc():
+def acc(tmp_path_factory):
     spec = importlib.util.spec_from_file_location("teg_accuracy_run", SUITE / "run.py")
     mod = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = mod            # dataclasses look their module up while the class is built
     spec.loader.exec_module(mod)
+    # traces, chase buffers and the apps family's results go to a temporary folder, never into the
+    # suite's own cache (benchmarks/accuracy/.cache, what the accuracy command keeps between runs)
+    mod.CACHE = tmp_path_factory.mktemp("accuracy-cache")
     return mod
 
 

@@ -293,7 +293,8 @@ def test_estimate_reads_the_folder_with_its_sass(built, tmp_path, capfd):
 def test_estimate_option_times_events_with_teg_estimates(built, tmp_path, capfd):
     """With --estimate, cudaEventElapsedTime returns the summed estimates of launches 1-4 (between
     the events; copies take no time)."""
-    from teg.analysis.application import estimate_application, open_application, select
+    from teg.analysis.application import estimate_application
+    from teg.trace.application import open_application, select
     from teg.analysis.executors import Executor
 
     status, out, err = run_app([built["pipeline_sm_75"], N], tmp_path / "t", capfd, estimate=True)
@@ -302,7 +303,7 @@ def test_estimate_option_times_events_with_teg_estimates(built, tmp_path, capfd)
     app = select(open_application(tmp_path / "t"), "1-4")
     rep = estimate_application(app, machine="sm_75", sass=app.sass, executor=Executor(jobs=1))
     assert rep.complete
-    assert ms == pytest.approx(sum(r["time_us"] for r in rep.rows) / 1000, abs=2e-6)
+    assert ms == pytest.approx(sum(r.time_us for r in rep.rows) / 1000, abs=2e-6)
     assert ms > 0
 
 

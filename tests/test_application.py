@@ -1,4 +1,5 @@
-"""Whole applications (teg/analysis/application.py, teg/report/application.py, teg/cli/target.py, app_report.py, app_sweep.py):
+"""Whole applications (teg/trace/application.py, teg/analysis/kernel_task.py, teg/analysis/application.py,
+teg/report/application.py, teg/cli/target.py, app_report.py, app_sweep.py):
 reading a kernel list with missing files, kernel selection, short names, the totals, and
 ``teg estimate`` / ``teg whatif`` / ``teg trace info`` on the real partial PyTorch application."""
 
@@ -13,8 +14,10 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from teg.analysis.application import (ApplicationError, KernelRef, open_application, select, short_name,
-                                      summarize)
+from teg.analysis.application import summarize
+from teg.analysis.kernel_task import KernelEstimate, KernelRow, KernelWhatIfs, Saving
+from teg.trace.application import ApplicationError, KernelRef, open_application, select
+from teg.sass.demangle import short_name
 from teg.cli import main
 
 TORCH = Path(__file__).parent / "data" / "traces" / "dp-performance-accel-sim" / "simpletorch"
@@ -108,24 +111,31 @@ def _ref(pos, kid):
                      path="x")
 
 
-def _row(pos, kid, cycles, instr, clk=1000.0, **kw):
-    return dict(position=pos, id=kid, name=f"k{kid}", demangled=None, grid=[1, 1, 1], block=[32, 1, 1], stream=0,
-                machine="m", clock_mhz=clk, cycles=cycles, time_us=cycles / clk, instructions=instr,
-                ipc=instr / cycles, error=None, warnings=[], **kw)
+def _row(pos, kid, cycles, instr, clk=1000.0, error=None, whatif=None):
+    """A kernel that ran (a plain estimate, or what-ifs: mechanism → (cycles, saved, schedule)), or
+    failed with ``error``."""
+    if error is not None:
+        outcome = None
+    elif whatif is not None:
+        outcome = KernelWhatIfs({m: Saving(*w) for m, w in whatif.items()}, cycles, cycles / clk)
+    else:
+        outcome = KernelEstimate(cycles, cycles / clk, instr, instr / cycles, "", 0, {})
+    return KernelRow(position=pos, id=kid, name=f"k{kid}", demangled=None, grid=(1, 1, 1), block=(32, 1, 1), stream=0,
+                     machine="m", error=error, clock_mhz=clk, outcome=outcome)
 
 
 def test_totals_add_the_kernels_one_after_another():
-    from teg.analysis.application import Application
+    from teg.trace.application import Application
 
     app = Application("app", [_ref(0, 1), _ref(1, 2), _ref(2, 3)], [KernelRef(3, 9, "", (0, 0, 0), (0, 0, 0), 0,
                                                                                 "kernel-9.traceg", present=False,
                                                                                 line=4)])
-    rows = [_row(2, 3, 500, 100), _row(0, 1, 1500, 300), dict(_row(1, 2, 1, 0), error="boom")]
+    rows = [_row(2, 3, 500, 100), _row(0, 1, 1500, 300), _row(1, 2, 1, 0, error="boom")]
     rep = summarize(app, rows)
     t = rep.totals()
-    assert (t["kernels"], t["cycles"], t["instructions"], t["missing"], t["failed"]) == (2, 2000, 400, 1, 1)
-    assert t["time_us"] == pytest.approx(2.0) and t["ipc"] == pytest.approx(0.2)
-    assert [r["id"] for r in rep.by_time()] == [1, 3]
+    assert (t.kernels, t.cycles, t.instructions, t.missing, t.failed) == (2, 2000, 400, 1, 1)
+    assert t.time_us == pytest.approx(2.0) and t.ipc == pytest.approx(0.2)
+    assert [r.id for r in rep.by_time()] == [1, 3]
     assert [rep.share(r) for r in rep.by_time()] == [pytest.approx(0.75), pytest.approx(0.25)]
     assert not rep.complete
 
@@ -133,16 +143,39 @@ def test_totals_add_the_kernels_one_after_another():
 def test_mechanism_savings_add_up_over_the_kernels():
     """Kernel 1: 1000 cycles at 1000 MHz saves 400 without bank conflicts; kernel 2: 3000 cycles at
     500 MHz saves 600 → 0.4 + 1.2 = 1.6 µs of 1 + 6 = 7 µs; speedup 7 / 5.4."""
-    from teg.analysis.application import Application
+    from teg.trace.application import Application
 
-    w1 = {"bank_conflicts": {"cycles": 600, "saved": 400, "schedule": "free"}}
-    w2 = {"bank_conflicts": {"cycles": 2400, "saved": 600, "schedule": "replay"}}
+    w1 = {"bank_conflicts": (600, 400, "free")}
+    w2 = {"bank_conflicts": (2400, 600, "replay")}
     rows = [_row(0, 1, 1000, 10, whatif=w1), _row(1, 2, 3000, 10, clk=500.0, whatif=w2)]
     rep = summarize(Application("app", [_ref(0, 1), _ref(1, 2)]), rows)
     (m,) = rep.mechanisms()
-    assert m["saved_cycles"] == 1000 and m["saved_us"] == pytest.approx(1.6)
-    assert m["share"] == pytest.approx(1.6 / 7) and m["speedup"] == pytest.approx(7 / 5.4)
-    assert [(g["id"], g["saved_us"]) for g in m["top"]] == [(2, pytest.approx(1.2)), (1, pytest.approx(0.4))]
+    assert m.saved_cycles == 1000 and m.saved_us == pytest.approx(1.6)
+    assert m.share == pytest.approx(1.6 / 7) and m.speedup == pytest.approx(7 / 5.4)
+    assert [(g.id, g.saved_us) for g in m.top] == [(2, pytest.approx(1.2)), (1, pytest.approx(0.4))]
+    assert rep.totals().instructions is None          # what-if runs count no instructions
+
+
+def test_a_kernel_row_s_json_has_what_its_run_reached():
+    """A kernel row's JSON (KernelRow.data): the launch, clock_mhz once the kernel was lowered, the
+    outcome's fields once it ran; the CSV line of a failed kernel leaves its results empty."""
+    from teg.report.application import KernelLine
+
+    ran = _row(0, 1, 1000, 10)
+    assert list(ran.data()) == ["position", "id", "name", "demangled", "grid", "block", "stream", "machine", "error",
+                                "warnings", "clock_mhz", "cycles", "time_us", "instructions", "ipc", "top_stall",
+                                "top_stall_cycles", "stalls"]
+    assert ran.data()["grid"] == [1, 1, 1] and ran.data()["warnings"] == []
+    wi = _row(0, 1, 1000, 10, whatif={"bank_conflicts": (600, 400, "free")})
+    assert list(wi.data())[10:] == ["clock_mhz", "whatif", "cycles", "time_us"]
+    assert wi.data()["whatif"] == {"bank_conflicts": {"cycles": 600, "saved": 400, "schedule": "free"}}
+    lowered = _row(0, 1, 1000, 10, error="deadlock")
+    assert list(lowered.data())[-1] == "clock_mhz" and lowered.cycles is None
+    header = KernelRef(0, 1, "k1", (1, 1, 1), (32, 1, 1), 0, "x")
+    failed = KernelRow.of(header, "sm_70")
+    assert "clock_mhz" not in failed.data() and failed.data()["machine"] == "sm_70"
+    line = KernelLine.of_row(lowered, None)
+    assert line.cycles is None and line.instructions is None and line.error == "deadlock"
 
 
 # ---- the command line -----------------------------------------------------------------------------

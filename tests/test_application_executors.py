@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from teg.analysis.application import estimate_application, open_application, run_kernel_task, tasks_for
+from teg.analysis.application import estimate_application
+from teg.analysis.kernel_task import run_kernel_task, tasks_for
+from teg.trace.application import open_application
 from teg.analysis.executors import WORKER_MALLOC_ENV, Executor, ExecutorError, progress_bar
 
 TORCH = Path(__file__).parent / "data" / "traces" / "dp-performance-accel-sim" / "simpletorch"

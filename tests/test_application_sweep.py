@@ -93,9 +93,9 @@ def test_a_whatif_point_is_the_whatif_row_of_its_mechanism(tmp_path):
     row = run_point(pt)
     f = load_inputs(trace=TORCH, kernel="87")
     base, wi, _ = whatif(lower(None, f.kernel_trace, f.machine, Options()), ("l1_misses",))
-    assert row["status"] == "ok" and row["error"] is None
-    assert (row["cycles"], row["baseline_cycles"], row["schedule"]) == (wi.cycles, base.cycles, wi.schedule)
-    assert row["cycles"] < row["baseline_cycles"]
+    assert row.status == "ok" and row.error is None
+    assert (row.cycles, row.baseline_cycles, row.schedule) == (wi.cycles, base.cycles, wi.schedule)
+    assert row.cycles < row.baseline_cycles
 
 
 def test_a_failing_point_is_recorded_and_the_others_run(tmp_path):
@@ -179,9 +179,29 @@ def test_run_spec_resumes_from_its_table_without_the_command_line(tmp_path):
     out = tmp_path / "s.csv"
     first = run_spec(spec, Executor(jobs=1), output=out)
     assert (first.ran, first.already, first.failed, first.complete) == (2, 0, 0, True)
-    assert first.wrote[0] == str(out) and [r["warps"] for r in first.rows] == ["1", "2"]
+    assert first.wrote[0] == str(out) and [r.warps for r in first.rows] == ["1", "2"]
     again = run_spec(spec, Executor(jobs=1), output=out, retry_failed=True)
     assert (again.ran, again.already) == (0, 2) and again.rows == first.rows
     plain = run_spec(spec, Executor(jobs=1))
-    assert plain.ran == 2 and plain.wrote == [] and [r["cycles"] for r in plain.rows] == \
-        [int(r["cycles"]) for r in first.rows]
+    assert plain.ran == 2 and plain.wrote == []
+    # the rows read back from the table are the rows the points gave, typed alike
+    assert plain.rows == first.rows and isinstance(first.rows[0].cycles, int) and first.rows[0].top_stall
+
+
+def test_a_point_row_is_the_table_line_and_reads_back_from_it():
+    """PointRow declares the table once: its fields are the columns in order, the Parquet types come
+    from it, and a row written as CSV text reads back equal (None stays None, "" stays "")."""
+    from teg.analysis.sweepspec import FLOAT_COLUMNS, INT_COLUMNS, POINT_COLUMNS, PointRow
+
+    assert COLUMNS[0] == "key" and POINT_COLUMNS == ("trace", "sass", "kernel_id", "position", "machine", "warps",
+                                                     "whatif")
+    assert set(INT_COLUMNS) == {"kernel_id", "position", "cycles", "baseline_cycles", "instructions",
+                                "top_stall_cycles"} and set(FLOAT_COLUMNS) == {"time_us", "ipc"}
+    ok = PointRow("k", "t", "", "5", "2", "auto", "8", "none", "kern", "1x1x1", "8x1x1", machine_table="sm_70",
+                  status="ok", cycles=10, baseline_cycles=12, time_us=0.5, instructions=3, ipc=0.3,
+                  top_stall="dep_global", top_stall_cycles=4, schedule="free")
+    failed = PointRow("k2", "t", "", "6", "3", "gt200", "auto", "all", "kern", "1x1x1", "8x1x1",
+                      error="no such opcode", warnings="w")
+    for row in (ok, failed):
+        cells = {c: "" if v is None else str(v) for c, v in row.data().items()}
+        assert list(cells) == list(COLUMNS) and PointRow.from_cells(cells) == row

@@ -108,7 +108,8 @@ def test_an_estimate_imports_no_plotting_dask_emulator_or_other_command():
     mods = set(eval(r.stdout.split("MODULES", 1)[1]))
     assert "teg.engine.core" in mods and "teg.cli.estimate" in mods           # it did run the estimate
     unused = {"matplotlib", "dask", "distributed", "tqdm", "pyarrow", "multiprocessing", "teg.emu", "teg.app",
-              "teg.validate", "teg.models", "teg.analysis.application", "teg.analysis.sweepspec", "teg.cli.validate",
+              "teg.validate", "teg.models", "teg.analysis.application", "teg.analysis.kernel_task", "teg.trace.application",
+              "teg.analysis.sweepspec", "teg.cli.validate",
               "teg.cli.trace", "teg.cli.parse", "teg.cli.compare", "teg.cli.app_report", "teg.cli.app_sweep"}
     assert sorted(m for m in mods if m in unused or m.split(".")[0] in unused) == []
 

@@ -110,3 +110,29 @@ def test_cli_views():
     assert doc["instructions"][0]["pc"] == 0 and len(doc["instructions"]) > 70
     bad = runner.invoke(main, ["estimate", "--view", "pcs"])
     assert bad.exit_code == 2 and "expected a comma-separated list" in bad.output
+
+
+def test_an_estimate_report_is_a_list_of_views():
+    """teg/report/views.py: --view names become views (the summary and stall sections in one view,
+    first); the text is their texts in order, the JSON their parts merged in order (--json carries
+    every view); only the instruction view asks the run to record anything."""
+    from types import SimpleNamespace
+
+    from teg.report.summary import summary_data, summary_text
+    from teg.report.views import (ALL_VIEWS, InstructionsView, SummaryView, estimate_views, records_of, views_json,
+                                  views_text)
+
+    assert estimate_views(("instructions", "stalls")) == (SummaryView(("stalls",)), InstructionsView())
+    assert estimate_views(("summary",)) == (SummaryView(("summary",)),)
+    assert records_of(estimate_views(("summary", "stalls"))) == frozenset()
+    assert records_of(ALL_VIEWS) == {"instructions"}
+    inp = with_records(contended(), instructions=True)
+    est = SimpleNamespace(result=run(inp), lowered=inp, inputs=SimpleNamespace(program=None))
+    rows = instruction_rows(est.result, inp)
+    assert views_text(estimate_views(("stalls", "instructions")), est) == \
+        summary_text(est.result, views=("stalls",)) + "\n\n" + instructions_text(rows)
+    doc = json.loads(views_json(ALL_VIEWS, est))
+    # the instruction view's part is merged last: its "instructions" rows take the place of the
+    # summary's instruction count (the format teg estimate --json has always had)
+    assert list(doc) == list(summary_data(est.result))
+    assert doc["instructions"] == json.loads(json.dumps(rows)) and doc["cycles"] == 13

@@ -8,11 +8,17 @@ more warps do more work); ``speedup`` is that throughput over the first point's 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
-from teg.engine.kernel_inputs import KernelInputs
-from teg.engine.options import Options
-from teg.engine.runner import run_kernel
-from teg.engine.setup import RunSetup
+if TYPE_CHECKING:          # the engine is imported when a sweep runs, not with DEFAULT_WARPS
+    from teg.engine.kernel_inputs import KernelInputs
+    from teg.engine.options import Options
+    from teg.engine.setup import RunSetup
+
+# TEG's scaling points (warps on one SM, TEG §5 Tables 2-5): ``teg sweep`` without --warps (up to
+# what an SM of the machine holds), ``teg sweep --trace APP`` without --warps, and the warps per SM
+# of a validation suite whose manifest names none (teg/validate/suite.py)
+DEFAULT_WARPS = (1, 2, 4, 8, 16, 32, 64)
 
 
 @dataclass(frozen=True)
@@ -33,6 +39,9 @@ class SweepRow:
 
 def sweep(inputs: KernelInputs, options: Options | None = None, warps=None, blocks=None) -> list[SweepRow]:
     """One row per value of ``warps`` (N warps on one SM) or of ``blocks`` (B blocks on one SM)."""
+    from teg.engine.options import Options
+    from teg.engine.runner import run_kernel
+
     options = options or Options()
     if (warps is None) == (blocks is None):
         raise ValueError("sweep: give exactly one of warps or blocks")

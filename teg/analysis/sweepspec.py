@@ -34,28 +34,19 @@ import hashlib
 import json
 import os
 import warnings
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
 import yaml
 
 from teg import TegError, UnknownOpcodeWarning
 from teg import error_line
-from teg.analysis.application import Application, KernelRef, kernel_inputs_of, largest_stall, open_application, select
+from teg.analysis.kernel_task import kernel_inputs_of, largest_stall
+from teg.trace.application import Application, KernelRef, open_application, select
 from teg.engine.options import MECHANISMS, Options, OptionsError
 
 SPEC_KEYS = ("traces", "trace", "sass", "kernels", "machines", "machine", "warps", "whatif", "options")
 OPTION_KEYS = ("policy", "dependency_model", "sms", "unknown", "blocks_per_sm")
-
-# the output table: the experiment key (what a resumed sweep looks for), the point as written, results
-KEY_COLUMNS = ("key",)
-POINT_COLUMNS = ("trace", "sass", "kernel_id", "position", "machine", "warps", "whatif")
-COLUMNS = KEY_COLUMNS + POINT_COLUMNS + ("kernel", "grid", "block", "machine_table", "status", "cycles",
-                                         "baseline_cycles", "time_us", "instructions", "ipc", "top_stall",
-                                         "top_stall_cycles", "schedule", "error", "warnings")
-INT_COLUMNS = ("kernel_id", "position", "cycles", "baseline_cycles", "instructions", "top_stall_cycles")
-FLOAT_COLUMNS = ("time_us", "ipc")
-
 
 class SweepSpecError(TegError):
     """A sweep file that cannot be used (named with its line)."""
@@ -93,6 +84,70 @@ class SweepPoint:
 def cell(v) -> str:
     """The CSV text of a value (None → empty)."""
     return "" if v is None else str(v)
+
+
+def _column(parquet: str = "string", default=None, *, required: bool = False):
+    """A column of :class:`PointRow` and the type of its Parquet copy (``string``, ``int64``,
+    ``float64``)."""
+    meta = {"parquet": parquet}
+    return field(metadata=meta) if required else field(default=default, metadata=meta)
+
+
+@dataclass(frozen=True)
+class PointRow:
+    """One row of a sweep's table, its fields the table's columns in order: the experiment key
+    (what a resumed sweep looks for), the point as written (:meth:`SweepPoint.point`: CSV text,
+    ``sass`` empty when none), the kernel's launch, then what the run gave (None: not reached;
+    ``status`` ``ok`` or ``error`` with its one-line ``error``; ``warnings``: the unknown opcodes
+    timed as ALU, ``; ``-joined). The metadata names each column's type in the Parquet copy."""
+
+    key: str = _column(required=True)
+    trace: str = _column(required=True)
+    sass: str = _column(required=True)
+    kernel_id: str = _column("int64", required=True)
+    position: str = _column("int64", required=True)
+    machine: str = _column(required=True)
+    warps: str = _column(required=True)
+    whatif: str = _column(required=True)
+    kernel: str = _column(required=True)
+    grid: str = _column(required=True)
+    block: str = _column(required=True)
+    machine_table: str | None = _column()
+    status: str = _column(default="error")
+    cycles: int | None = _column("int64")
+    baseline_cycles: int | None = _column("int64")
+    time_us: float | None = _column("float64")
+    instructions: int | None = _column("int64")
+    ipc: float | None = _column("float64")
+    top_stall: str | None = _column()
+    top_stall_cycles: int | None = _column("int64")
+    schedule: str | None = _column()
+    error: str | None = _column()
+    warnings: str = _column(default="")
+
+    def data(self) -> dict:
+        """The row as a plain dict over :data:`COLUMNS` (its JSON)."""
+        return {c: getattr(self, c) for c in COLUMNS}
+
+    @classmethod
+    def from_cells(cls, cells: dict[str, str]) -> "PointRow":
+        """A row read back from the table's CSV text (an empty cell: None, or ``""`` for the
+        columns that are text without a None)."""
+        def value(f):                     # by the declared type: f.type is its text (PEP 563)
+            text = cells[f.name]
+            if f.type in ("int | None", "float | None"):
+                return (int if f.type.startswith("int") else float)(text) if text else None
+            return None if text == "" and f.type == "str | None" else text
+        return cls(**{f.name: value(f) for f in fields(cls)})
+
+
+# the output table: its columns, the key a resumed sweep looks for, the point as written, and the
+# columns typed in the Parquet copy — all read off PointRow
+COLUMNS = tuple(f.name for f in fields(PointRow))
+KEY_COLUMNS = ("key",)
+POINT_COLUMNS = COLUMNS[COLUMNS.index("trace"):COLUMNS.index("whatif") + 1]
+INT_COLUMNS = tuple(f.name for f in fields(PointRow) if f.metadata["parquet"] == "int64")
+FLOAT_COLUMNS = tuple(f.name for f in fields(PointRow) if f.metadata["parquet"] == "float64")
 
 
 # ---- the file -------------------------------------------------------------------------------------
@@ -331,51 +386,53 @@ def experiment_keys(pts: list[SweepPoint]) -> list[str]:
 
 # ---- one point ------------------------------------------------------------------------------------
 
-def _point_row(pt: SweepPoint) -> dict:
+def _launch_row(pt: SweepPoint) -> PointRow:
+    """The row of ``pt`` before it runs (status ``error`` until it has run)."""
     r = pt.ref
-    return dict(zip(POINT_COLUMNS, pt.point()), key=pt.key, kernel=r.name, grid="x".join(map(str, r.grid)),
-                block="x".join(map(str, r.block)), status="error")
+    return PointRow(pt.key, *pt.point(), kernel=r.name, grid="x".join(map(str, r.grid)),
+                    block="x".join(map(str, r.block)))
 
 
-def _run_point_into(row: dict, pt: SweepPoint) -> None:
+def _run_point_into(got: dict, pt: SweepPoint) -> None:
+    """Run ``pt``, putting each result into ``got`` as soon as it is known (a failure keeps what
+    was reached: the machine table once the kernel is lowered, the schedule once it ran)."""
     from teg.analysis.whatif import without
     from teg.engine.runner import lower_kernel
 
     f = kernel_inputs_of(pt.ref, pt.sass, None if pt.machine == "auto" else pt.machine)
     opts = replace(pt.options, warps=pt.warps) if pt.warps is not None else pt.options
     inp = lower_kernel(f, opts)
-    row["machine_table"] = f.machine.name
+    got["machine_table"] = f.machine.name
     r, schedule, base = without(inp, pt.removed)
-    row.update(schedule=schedule, baseline_cycles=base)
+    got.update(schedule=schedule, baseline_cycles=base)
     cause, cyc = largest_stall(r.stalls)
-    row.update(status="ok", cycles=r.cycles, time_us=r.time_us, instructions=r.instructions, ipc=r.ipc,
+    got.update(status="ok", cycles=r.cycles, time_us=r.time_us, instructions=r.instructions, ipc=r.ipc,
                top_stall=cause, top_stall_cycles=cyc)
 
 
-def run_point(pt: SweepPoint) -> dict:
-    """The row of one point (every column of :data:`COLUMNS`); a failure is recorded in
-    ``status``/``error``, never raised."""
-    row = _point_row(pt)
+def run_point(pt: SweepPoint) -> PointRow:
+    """The row of one point; a failure is recorded in ``status``/``error``, never raised."""
+    got: dict = {}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UnknownOpcodeWarning)
         try:
-            _run_point_into(row, pt)
+            _run_point_into(got, pt)
         except Exception as exc:      # recorded with the point: the others still run
-            row["error"] = error_line(exc)
-    row["warnings"] = "; ".join(sorted({str(w.message) for w in caught if issubclass(w.category, UnknownOpcodeWarning)}))
-    return {c: row.get(c) for c in COLUMNS}
+            got["error"] = error_line(exc)
+    got["warnings"] = "; ".join(sorted({str(w.message) for w in caught if issubclass(w.category, UnknownOpcodeWarning)}))
+    return replace(_launch_row(pt), **got)
 
 
 # ---- a whole sweep --------------------------------------------------------------------------------
 
 @dataclass
 class SweepOutcome:
-    """What :func:`run_spec` did: ``rows`` (one per point, in the spec's order, every column of
-    :data:`COLUMNS`), how many points ``ran`` now and how many were ``already`` in the output,
+    """What :func:`run_spec` did: ``rows`` (one :class:`PointRow` per point, in the spec's order),
+    how many points ``ran`` now and how many were ``already`` in the output,
     the ``failed`` points, the kernels listed but ``missing`` (trace as written, kernel) and the
     files it ``wrote`` (the CSV, and its Parquet copy)."""
 
-    rows: list[dict]
+    rows: list[PointRow]
     ran: int
     already: int = 0
     failed: int = 0
@@ -421,7 +478,7 @@ def run_spec(spec: SweepSpec, executor, output: str | Path | None = None, retry_
             on_missing(t, a.missing)
     if output is None:
         rows = executor.map(run_point, pts, desc="points")
-        return SweepOutcome(rows=rows, ran=len(pts), failed=sum(r["status"] != "ok" for r in rows), missing=missing)
+        return SweepOutcome(rows=rows, ran=len(pts), failed=sum(r.status != "ok" for r in rows), missing=missing)
     with RowLog(output, COLUMNS, KEY_COLUMNS, force=force) as log:
         if log.dropped:
             warn(f"{output}: cut off a partial last line ({log.dropped} bytes) left by an interrupted run")
@@ -431,13 +488,14 @@ def run_spec(spec: SweepSpec, executor, output: str | Path | None = None, retry_
                 todo.append(p)
             seen.add(p.key)
         for _, row in executor.run(run_point, todo, desc="points"):
-            log.append(row)
-        rows = [log.rows[(p.key,)] for p in pts]
+            log.append(row.data())
+        cells = [log.rows[(p.key,)] for p in pts]
     wrote = [str(output)]
     if parquet is not None:
-        wrote.append(str(write_parquet(rows, COLUMNS, parquet, INT_COLUMNS, FLOAT_COLUMNS, force=force)))
+        wrote.append(str(write_parquet(cells, COLUMNS, parquet, INT_COLUMNS, FLOAT_COLUMNS, force=force)))
+    rows = [PointRow.from_cells(c) for c in cells]
     return SweepOutcome(rows=rows, ran=len(todo), already=len(pts) - len(todo),
-                        failed=sum(r["status"] != "ok" for r in rows), missing=missing, wrote=wrote)
+                        failed=sum(r.status != "ok" for r in rows), missing=missing, wrote=wrote)
 
 
 def _recorded(row: dict | None, retry_failed: bool) -> bool:

@@ -97,7 +97,7 @@ class Kernel:
     launch_id: int = 0
 
     @property
-    def kernel_id(self) -> int:       # for teg.analysis.application.kernel_matcher
+    def kernel_id(self) -> int:       # for teg.trace.application.kernel_matcher
         return self.launch_id
 
 
@@ -143,7 +143,7 @@ class Session:
                  max_instructions: int = 500_000_000, estimate: bool = False, force: bool = False,
                  device_memory: int | None = None, progress: bool | None = None, stop_after: int | None = None,
                  hook: LaunchHook | None = None):
-        from teg.analysis.application import ApplicationError, kernel_matcher
+        from teg.trace.application import ApplicationError, kernel_matcher
         from teg.app.program import check, resolve
 
         if not argv:
@@ -549,7 +549,7 @@ class Session:
     def _selected(self, k: Kernel, lid: int) -> bool:
         if self.match is None:
             return True
-        from teg.analysis.application import ID_LIST
+        from teg.trace.application import ID_LIST
 
         if k.demangled is None and not ID_LIST.match(self.launch_spec):
             from teg.sass.demangle import demangle_all

@@ -44,5 +44,5 @@ def application_report(kind: str, app, machine, options, sass, executor, as_json
     else:
         out = view.application_text(rep) if kind == "estimate" else view.whatif_application_text(rep)
     click.echo(out.rstrip("\n"))
-    rewarn((r.get("id"), r.get("warnings") or ()) for r in rep.rows)
+    rewarn((r.id, r.warnings) for r in rep.rows)
     return None if rep.complete else Incomplete(INCOMPLETE)

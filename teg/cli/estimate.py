@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from teg.cli.errors import user_errors
-from teg.cli.options import (DEFAULT_WARPS, EXAMPLE_SASS, EXAMPLE_TRACE, engine_options, executor_options,
+from teg.cli.options import (EXAMPLE_SASS, EXAMPLE_TRACE, engine_options, executor_options,
                              input_options, int_list, kernel_inputs, make_executor, opt_name)
 from teg.cli.reports import EstimateReports, check_plot, estimate_report_options, plot_option
 from teg.cli.target import resolve_target
@@ -108,13 +108,14 @@ def sweep(sass, trace_path, kernel, machine, policy, dependency_model, sms, unkn
         return sweep_report(load_spec(spec), make_executor(params), output, retry_failed, force, as_json, as_csv)
     target = resolve_target(sass, trace_path, kernel, lists_kernels=output is not None)
     if target.is_application:
+        from teg.analysis.sweep import DEFAULT_WARPS
         from teg.analysis.sweepspec import SweepSpec
         from teg.cli.app_sweep import sweep_report
 
         app_spec = SweepSpec.of_application(trace_path, target.sass, kernel, machine,
                                             int_list(warps) if warps else DEFAULT_WARPS, engine_options(params))
         return sweep_report(app_spec, make_executor(params), output, retry_failed, force, as_json, as_csv)
-    from teg.analysis.sweep import sweep as run_sweep
+    from teg.analysis.sweep import DEFAULT_WARPS, sweep as run_sweep
     from teg.report import sweep_csv, sweep_json, sweep_text
 
     if measured_path and not plot_path:

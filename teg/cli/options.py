@@ -1,8 +1,8 @@
 """The options ``teg estimate``, ``teg whatif`` and ``teg sweep`` share, declared once, and what
 they become: the kernel's inputs (:func:`kernel_inputs`, the bundled example when neither
 ``--sass`` nor ``--trace`` is given), the engine's :class:`~teg.engine.options.Options`
-(:func:`engine_options`), an executor (:func:`make_executor`), warp lists (:func:`int_list`,
-:data:`DEFAULT_WARPS`).
+(:func:`engine_options`), an executor (:func:`make_executor`), warp lists (:func:`int_list`; the
+default one is :data:`teg.analysis.sweep.DEFAULT_WARPS`).
 
 Nothing here imports the engine until a command runs."""
 
@@ -12,9 +12,6 @@ import click
 
 EXAMPLE_SASS = "matmul_abt.sm_90.sass"
 EXAMPLE_TRACE = "matmul_abt.sm_90.trace.npz"
-
-# TEG's scaling points (warps on one SM): ``teg sweep`` without --warps, a sweep file's default
-DEFAULT_WARPS = (1, 2, 4, 8, 16, 32, 64)
 
 # the engine options a command line may set, as named in Options
 ENGINE_PARAMS = ("policy", "dependency_model", "sms", "unknown", "shared_carveout", "blocks_per_sm")

@@ -7,7 +7,6 @@ is checked before the engine runs."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass
 
 import click
@@ -71,9 +70,11 @@ def check_plot(path, force: bool = False) -> None:
 
 @dataclass
 class EstimateReports:
-    """What ``teg estimate`` was asked to show besides its numbers (checked on construction)."""
+    """What ``teg estimate`` was asked to show besides its numbers (checked on construction): the
+    views to print (:mod:`teg.report.views`, each owning its text and its part of the JSON; with
+    ``--json`` every view), and the timeline and plot files to write."""
 
-    views: tuple[str, ...]
+    views: tuple = ()
     as_json: bool = False
     timeline_path: str | None = None
     window: object = None
@@ -85,6 +86,7 @@ class EstimateReports:
                  force: bool = False) -> "EstimateReports":
         from teg.report.instructions import parse_views
         from teg.report.timeline import Window, check_timeline_target
+        from teg.report.views import ALL_VIEWS, estimate_views
 
         if timeline_cycles and not timeline_path:
             raise click.UsageError("--timeline-cycles bounds the --timeline: give --timeline FILE.json too")
@@ -92,13 +94,16 @@ class EstimateReports:
         if timeline_path:
             check_timeline_target(timeline_path, force)
         check_plot(plot_path, force)
-        return cls(views=parse_views(views), as_json=as_json, timeline_path=timeline_path,
-                   window=window, plot_path=plot_path, force=force)
+        names = parse_views(views)
+        return cls(views=ALL_VIEWS if as_json else estimate_views(names), as_json=as_json,
+                   timeline_path=timeline_path, window=window, plot_path=plot_path, force=force)
 
     def prepare(self, inp):
-        """The lowered input, set to record what the reports need (a timeline that could not be
-        made, or whose records would not fit in memory, is refused here, before the run)."""
+        """The lowered input, set to record what the views and the timeline need (a timeline that
+        could not be made, or whose records would not fit in memory, is refused here, before the
+        run)."""
         from teg.engine.records import with_records
+        from teg.report.views import records_of
 
         if self.timeline_path:
             from teg.report.timeline import check_timeline_size
@@ -106,15 +111,14 @@ class EstimateReports:
             check_timeline_size(inp, self.window)
 
         return with_records(inp, timeline=self.timeline_path is not None,
-                            instructions=self.as_json or "instructions" in self.views)
+                            instructions="instructions" in records_of(self.views))
 
     def render(self, est) -> str:
         """Write the timeline and the plot of ``est`` (:class:`teg.engine.runner.Estimate`), and
-        return the text (or JSON) to print: each view's text, or every view's data in one JSON."""
-        from teg.report.instructions import instruction_rows, instructions_text
-        from teg.report.summary import summary_data, summary_text
+        return the views' text (or their JSON) to print."""
+        from teg.report.views import views_json, views_text
 
-        result, inp, program = est.result, est.lowered, est.inputs.program
+        result, inp = est.result, est.lowered
         if self.timeline_path:
             from teg.report.timeline import write_timeline
 
@@ -126,11 +130,4 @@ class EstimateReports:
             from teg.report.plots import stall_figure
 
             stall_figure(result, self.plot_path, force=self.force)
-        if self.as_json:
-            d = summary_data(result)
-            d["instructions"] = instruction_rows(result, inp, program)
-            return json.dumps(d, indent=2)
-        parts = [summary_text(result, views=self.views)] if {"summary", "stalls"} & set(self.views) else []
-        if "instructions" in self.views:
-            parts.append(instructions_text(instruction_rows(result, inp, program)))
-        return "\n\n".join(parts)
+        return views_json(self.views, est) if self.as_json else views_text(self.views, est)

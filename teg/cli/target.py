@@ -20,7 +20,7 @@ from teg.cli.options import APP_PARAMS, opt_name
 @dataclass(frozen=True)
 class Target:
     """One kernel (``sass``, ``trace``: a path or a loaded kernel, ``kernel``: the name to pick)
-    or, with ``application`` set, the kernels of an application (:class:`teg.analysis.application.Application`)."""
+    or, with ``application`` set, the kernels of an application (:class:`teg.trace.application.Application`)."""
 
     sass: object = None
     trace: object = None
@@ -40,7 +40,7 @@ def resolve_target(sass, trace, kernel, lists_kernels: bool = False) -> Target:
         if lists_kernels:
             raise click.UsageError("--csv/-o list the kernels of a trace: give --trace")
         return Target(sass=sass, kernel=kernel)
-    from teg.analysis.application import load_kernel, open_application, select
+    from teg.trace.application import load_kernel, open_application, select
 
     whole = open_application(trace)
     if sass is None and whole.sass is not None:

@@ -47,6 +47,23 @@ def _machine_for(kt, override):
         return None
 
 
+def _load_kernels(refs) -> list:
+    """The kernel traces of an application's ``refs``, in launch order, under a progress bar (when
+    tqdm is installed)."""
+    from teg.analysis.executors import progress_bar
+    from teg.trace.application import load_kernel
+
+    bar = progress_bar(len(refs), "kernels")
+    kernels = []
+    for ref in refs:
+        kernels.append(load_kernel(ref))
+        if bar is not None:
+            bar.update(1)
+    if bar is not None:
+        bar.close()
+    return kernels
+
+
 def _input_size(path: Path) -> int:
     """Bytes of trace text behind ``path`` (a kernelslist.g counts the files next to it)."""
     folder = path if path.is_dir() else path.parent if path.name == "kernelslist.g" else None
@@ -71,16 +88,16 @@ def trace_info(path: Path, as_json: bool, machine: str | None, kernel_name: str 
     (several kernels, or kernels listed but missing) gets one line per kernel; missing kernels
     are named and make the exit status 1."""
     import teg.trace as tt
-    from teg.analysis.application import application_kernels
+    from teg.trace.application import selected_application
     from teg.trace.summary import kernel_summary
 
-    found = application_kernels(path, kernel_name, progress=True)    # None: one kernel, nothing missing
+    found = selected_application(path, kernel_name)    # None: one kernel, nothing missing
     if found is None:
         tr = tt.load(path, progress=_input_size(path) > LARGE_INPUT_BYTES)
         refs, memcpy, missing = [], tr.memcpy, []
         kernels = [tr.kernel(kernel_name)] if kernel_name is not None else tr.kernels
     else:
-        refs, kernels, memcpy, missing = found
+        refs, kernels, memcpy, missing = found.kernels, _load_kernels(found.kernels), found.memcpy, found.missing
     summaries = [kernel_summary(kt, _machine_for(kt, machine)) for kt in kernels]
     for s, ref in zip(summaries, refs):
         s["demangled"] = ref.demangled

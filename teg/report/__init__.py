@@ -1,7 +1,8 @@
 """Views of engine results: each view module holds a result's text and its JSON side by side —
 :mod:`~teg.report.summary` (one estimate), :mod:`~teg.report.instructions`,
 :mod:`~teg.report.timeline`, :mod:`~teg.report.whatif`, :mod:`~teg.report.sweep`,
-:mod:`~teg.report.application` — and :mod:`~teg.report.plots` draws them."""
+:mod:`~teg.report.application`, :mod:`~teg.report.points` — :mod:`~teg.report.views` lists the
+views of one estimate (a report is a list of them), and :mod:`~teg.report.plots` draws them."""
 
 from teg.report.summary import setup_lines, summary_data, summary_text
 from teg.report.sweep import sweep_csv, sweep_data, sweep_json, sweep_text

@@ -1,4 +1,4 @@
-"""The fixed-width text table every text view prints."""
+"""The fixed-width text table every text view prints, and the number formats its cells share."""
 
 from __future__ import annotations
 
@@ -12,3 +12,13 @@ def table(headers: list[str], rows: list[list[str]], align: str | None = None) -
         return "  ".join(c.ljust(w) if a == "l" else c.rjust(w) for c, w, a in zip(cells, widths, align)).rstrip()
 
     return "\n".join([fmt(headers), fmt(["-" * w for w in widths])] + [fmt(r) for r in rows])
+
+
+def count(v) -> str:
+    """A whole number with thousands separators, ``-`` for None."""
+    return "-" if v is None else f"{v:,}"
+
+
+def micros(v) -> str:
+    """Microseconds to three decimals with thousands separators, ``-`` for None."""
+    return "-" if v is None else f"{v:,.3f}"

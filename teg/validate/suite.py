@@ -260,7 +260,9 @@ def load(manifest: str | os.PathLike | None = None) -> Suite:
         raise SuiteError(str(exc)) from None
     if not isinstance(doc, dict) or not isinstance(doc.get("cases"), list):
         raise SuiteError(f"{path}: expected a mapping with a 'cases' list")
-    warps = tuple(int(w) for w in doc.get("warps", (1, 2, 4, 8, 16, 32, 64)))
+    from teg.analysis.sweep import DEFAULT_WARPS
+
+    warps = tuple(int(w) for w in doc.get("warps", DEFAULT_WARPS))
     cases: list[Case] = []
     seen: set[str] = set()
     for i, entry in enumerate(doc["cases"]):
