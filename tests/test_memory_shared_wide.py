@@ -10,9 +10,11 @@ The rule under test (docs/model.md §3, "Shared memory"), with the sm_70+ table 
   reading the same word share it: broadcast); a phase with no active lane takes none;
 * the conflict-free minimum ``wave_min`` is the number of phases with an active lane.
 
-Every expected value below is worked out in its comment from those four lines only. Not modelled
-(and so pinned here as teg's value, not the hardware's): the cc 7.0-7.5 "pairwise uniform address"
-packing an NVIDIA forum answer reports for loads (``test_pairwise_uniform_128_is_not_packed``).
+Every expected value below is worked out in its comment from those four lines only. Paired loads
+(``shared_wavefronts_paired``, tables with ``shared.paired_loads``): a 64/128-bit *load* whose active
+lanes pair up (T(n) == T(n^1), or T(n) == T(n^2)) is served in phases of twice the lanes (NVIDIA
+forum t/77228 for cc 7.x, Nsight Compute counts in t/373160 for cc 8.6/9.0); the plain
+``shared_wavefronts`` (stores, tables without the flag) never pairs.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from teg.memory import shared_wavefronts
+from teg.memory.shared import shared_wavefronts_paired
 
 BANKS, BANK_BYTES, PHASE_LANES, WARP = 32, 4, 32, 32      # isa_tables/sm_70.yaml … sm_90.yaml
 LANES = np.arange(32, dtype=np.int64)
@@ -38,6 +41,17 @@ def waves(addrs, width, mask=FULL, banks=BANKS, phase=PHASE_LANES):
     w, wm = np.zeros(1, np.int64), np.zeros(1, np.int64)
     shared_wavefronts(np.array([0, a.shape[0]], np.int64), a, np.array([mask], np.uint32),
                       np.array([width], np.int64), np.array([True]), banks, BANK_BYTES, phase, WARP, w, wm)
+    return int(w[0]), int(wm[0])
+
+
+def waves_paired(addrs, width, mask=FULL):
+    """:func:`waves` for a load on a machine with ``shared.paired_loads``."""
+    addrs = np.asarray(addrs, np.int64)
+    a = np.array([addrs[lane] for lane in range(WARP) if (mask >> lane) & 1], np.uint64)
+    w, wm = np.zeros(1, np.int64), np.zeros(1, np.int64)
+    shared_wavefronts_paired(np.array([0, a.shape[0]], np.int64), a, np.array([mask], np.uint32),
+                             np.array([width], np.int64), np.array([True]), np.array([True]), BANKS, BANK_BYTES,
+                             PHASE_LANES, WARP, w, wm)
     return int(w[0]), int(wm[0])
 
 
@@ -132,13 +146,70 @@ def test_128_forum_tid_mod_4_pattern():
     assert waves(LANES % 4 * 16, 16) == (4, 4)
 
 
-def test_pairwise_uniform_128_is_not_packed():
-    """The same forum answer says that on cc 7.0-7.5, *loads* whose active lanes satisfy
-    T(n) == T(n^1) (or T(n) == T(n^2)) return packed registers and need 2 requests instead of 4.
-    teg does not model this (``shared_wavefronts`` does not know load from store, and the packing is
-    reported only for 7.x): it charges the 4-phase floor. Here lanes 2k, 2k+1 read chunk k: each
-    quarter-warp reads 4 distinct chunks (banks 0..15 or 16..31) → 1 per phase → 4."""
+def test_pairwise_uniform_128_store_is_not_packed():
+    """The plain rule (a store, or a table without ``paired_loads``): lanes 2k, 2k+1 read chunk k,
+    each quarter-warp reads 4 distinct chunks (banks 0..15 or 16..31) → 1 per phase → 4."""
     assert waves(LANES // 2 * 16, 16) == (4, 4)
+
+
+# ------------------------------------------------------------------------------------- paired loads
+
+def test_paired_128_forum_pattern_2_two_wavefronts():
+    """Forum t/373160, access pattern 2 (Nsight Compute on cc 8.6 and 9.0: 2 wavefronts): lanes
+    0-15 read bytes 0..15, lanes 16-31 bytes 32..47. T(n) == T(n^1) for every lane → phases of 16
+    lanes: each half-warp reads one 16-B chunk (4 words, 4 banks) → 1 wavefront each → 2.
+    Unpaired it is 4 quarter-warps × 1 = 4. This is lud_internal's LDS.128 (a row of the tile per
+    half-warp)."""
+    a = np.where(LANES < 16, 0, 32)
+    assert waves_paired(a, 16) == (2, 2)
+    assert waves(a, 16) == (4, 4)
+
+
+def test_paired_128_forum_pattern_1_does_not_pair():
+    """Forum t/373160, access pattern 1 (measured 8 wavefronts): lane n and lane n+16 read byte
+    32·(n mod 16); neighbouring lanes differ, so neither T(n^1) nor T(n^2) holds and the quarter-warp
+    phases stay: lanes 0..7 read words 8i..8i+3, banks 0,8,16,24,0,8,16,24 → 2 distinct words per
+    bank → 2 per phase → 8."""
+    a = LANES % 16 * 32
+    assert waves_paired(a, 16) == (8, 4)
+
+
+def test_paired_broadcasts():
+    """A warp-wide broadcast pairs (the forum: 'these encompass the case where all active threads
+    have the same address'): LDS.128 → 2 half-warp phases of one chunk → 2 (was the 4-phase floor);
+    LDS.64 → one phase of 32 lanes → 1 (was 2)."""
+    assert waves_paired(np.zeros(32), 16) == (2, 2)
+    assert waves_paired(np.zeros(32), 8) == (1, 1)
+    assert waves(np.zeros(32), 8) == (2, 2)
+
+
+def test_paired_by_n_xor_2():
+    """T(n) == T(n^2) (lanes 4k, 4k+2 share, 4k+1, 4k+3 share; chunk j = (n // 4)·2 + n % 2): a
+    half-warp (16 lanes) reads 8 distinct 16-B chunks = words 0..31 once → 1 per half-warp → 2."""
+    a = ((LANES // 4) * 2 + LANES % 2) * 16
+    assert waves_paired(a, 16) == (2, 2)
+
+
+def test_paired_with_conflicts_and_inactive_partners():
+    """Lanes 2k, 2k+1 read chunk k at a pitch of 64 B (bytes 64k): paired → half-warp phases of 8
+    chunks at words 16k..16k+3, banks 0..3 or 16..19 → 4 distinct words per bank → 4 per phase → 8
+    (unpaired: quarter-warps of 4 chunks, 2 per bank → 2 × 4 = 8 too — the conflict is in the data).
+    With only lane 0 of each pair active (mask 0x55555555) no lane has an active partner, the rule
+    holds vacuously and the 16 active lanes split into 2 half-warp phases of 8 lanes reading 8
+    distinct chunks each (banks as above, 4 per bank) → 8; an odd lane that disagrees with its
+    active partner breaks the pairing (lane 1 reads chunk 5 → quarter-warps again)."""
+    a = LANES // 2 * 64
+    assert waves_paired(a, 16) == (8, 2)
+    assert waves(a, 16) == (8, 4)
+    assert waves_paired(a, 16, mask=0x55555555) == (8, 2)
+    b = a.copy()
+    b[1] = 5 * 64
+    assert waves_paired(b, 16) == waves(b, 16)
+
+
+def test_paired_32bit_rows_are_unchanged():
+    """32-bit loads already take the whole warp in one phase: pairing changes nothing."""
+    assert waves_paired(LANES // 2 * 4, 4) == waves(LANES // 2 * 4, 4) == (1, 1)
 
 
 @pytest.mark.parametrize("stride_bytes, expect", [

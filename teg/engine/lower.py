@@ -48,7 +48,7 @@ from teg.memory.cache import cache_geometry
 from teg.memory.cachepolicy import bypasses_l1
 from teg.memory.channels import channel_of
 from teg.memory.coalesce import cc13_transactions, line_wavefronts, sector_transactions, tag_bank_wavefronts
-from teg.memory.shared import shared_wavefronts
+from teg.memory.shared import shared_wavefronts, shared_wavefronts_paired
 from teg.sass.effects import ASYNC_COMMIT_OPS, ASYNC_COPY_OPS
 
 MAX_DST = 8
@@ -445,6 +445,7 @@ def lower(program, kernel_trace, machine: Machine, options: Options | None = Non
     s_store = np.zeros(S, np.int32)
     s_barrier = np.zeros(S, np.int32)
     s_width = np.zeros(S, np.int64)
+    s_paired_load = np.zeros(S, np.bool_)      # LDS (not LDSM): may pack paired lanes (teg.memory.shared)
     for i, info in enumerate(infos):
         cls = DEP_BASE + (UNIT_CLASSES.index(info.unit_class) if info.unit_class in UNIT_CLASSES else len(UNIT_CLASSES) - 1)
         s_depcause[i] = cls
@@ -464,6 +465,8 @@ def lower(program, kernel_trace, machine: Machine, options: Options | None = Non
                                                                   machine.memory.l1_caches_global_loads))
         s_barrier[i] = int(info.kind == "barrier" and bool(st["barrier_waits"][i]))
         s_width[i] = int(st["mem_width"][i]) or int(getattr(info, "width", 0) or 0) or 4
+        s_paired_load[i] = (info.kind == "load" and info.space == "shared"
+                            and str(st["opcodes"][i]).split(".")[0] == "LDS")
 
     # 3. simulated warps and their rows
     _check_sweep_size(options, machine, kt)
@@ -521,8 +524,16 @@ def lower(program, kernel_trace, machine: Machine, options: Options | None = Non
     r_wave_min = np.zeros(N, np.int32)
     sh = machine.shared
     if is_shared.any():
-        shared_wavefronts(addr_start, np.asarray(addresses, np.uint64), mask, width, is_shared, sh.banks,
-                          sh.bank_bytes, sh.phase_lanes, machine.warp_size, r_wave, r_wave_min)
+        if sh.paired_loads:
+            # 64/128-bit LDS whose lanes pair up are served in phases of twice the lanes (stores,
+            # atomics and LDSM are not: teg.memory.shared, "Paired loads")
+            paired = (s_paired_load[r_sidx] & (width >= 8)).astype(np.bool_)
+            shared_wavefronts_paired(addr_start, np.asarray(addresses, np.uint64), mask, width, is_shared, paired,
+                                     sh.banks, sh.bank_bytes, sh.phase_lanes, machine.warp_size, r_wave, r_wave_min)
+            del paired
+        else:
+            shared_wavefronts(addr_start, np.asarray(addresses, np.uint64), mask, width, is_shared, sh.banks,
+                              sh.bank_bytes, sh.phase_lanes, machine.warp_size, r_wave, r_wave_min)
     gm = machine.memory
 
     def counted(m: int) -> None:          # the transactions are counted, not yet allocated

@@ -336,7 +336,8 @@ def _build(doc: dict[str, Any], path: Path) -> Machine:
         banks=int(_v(sh["banks"])), bank_bytes=int(_v(sh["bank_bytes"])), phase_lanes=int(_v(sh["phase_lanes"])),
         latency=float(_v(sh["latency"])), wavefront_cycles=float(_v(sh["wavefront_cycles"])),
         size_per_sm=int(_v(sh["size_per_sm"])), max_per_block=int(_v(sh["max_per_block"])),
-        alloc_unit=int(_v(sh["alloc_unit"])), reserved_per_block=int(_v(sh.get("reserved_per_block", 0))))
+        alloc_unit=int(_v(sh["alloc_unit"])), reserved_per_block=int(_v(sh.get("reserved_per_block", 0))),
+        paired_loads=bool(_v(sh.get("paired_loads", False))))
     warp_size = int(_v(doc["warp_size"]))
     num_sms = int(_v(doc["num_sms"]))
     clock = float(_v(doc["clock_mhz"]))

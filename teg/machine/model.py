@@ -133,6 +133,7 @@ class SharedMemory:
     max_per_block: int
     alloc_unit: int             # allocation granularity in bytes
     reserved_per_block: int = 0  # shared memory the CUDA driver reserves for every block (sm_80+: 1 KB)
+    paired_loads: bool = False  # 64/128-bit loads whose lanes pair up are served in phases of twice the lanes
 
 
 @dataclass(frozen=True)

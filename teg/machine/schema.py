@@ -323,6 +323,7 @@ NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 #: key paths of :class:`Flag` values: the source rule checks them like numbers
 SOURCED_FLAGS: frozenset[tuple[str, ...]] = frozenset({
     ("memory", "l1_caches_global_loads"),
+    ("shared", "paired_loads"),
 })
 
 TABLE = Section({
@@ -369,6 +370,7 @@ TABLE = Section({
         "max_per_block": Num(integer=True, positive=True, maximum=16 * MIB),
         "alloc_unit": Num(integer=True, positive=True, maximum=MIB),
         "reserved_per_block": Num(integer=True, required=False, maximum=64 * KIB),
+        "paired_loads": Flag(required=False),
     }),
     "memory": Section({
         "coalescing": Str(("cc13", "sector")),

@@ -17,9 +17,17 @@ lane costs nothing). The conflict degree is ``wavefronts - minimum``; the engine
 Sources for the wide-access phases: CUDA C Programming Guide v4.2, App. F.4.3.2 "Larger Than 32-Bit
 Access" (cc 2.x: 64-bit conflicts only within a half-warp, 128-bit within a quarter-warp); NVIDIA
 GTC 2019 S9593 (cuTENSOR) slides: 128-bit accesses in phases of threads 0-7, 8-15, …; NVIDIA
-Developer Forums t/77228: LDS.128 on cc 7.x needs 4 requests (128 B/cycle return). Not modelled:
-the cc 7.0-7.5 packing of pairwise-uniform *loads* (T(n) == T(n^1) or T(n^2)) from 4 to 2 requests
-reported in that thread. Hand-computed cases: tests/test_memory_shared_wide.py.
+Developer Forums t/77228: LDS.128 on cc 7.x needs 4 requests (128 B/cycle return).
+
+*Paired loads* (:func:`shared_wavefronts_paired`, tables with ``shared.paired_loads``): the same
+forum answer (NVIDIA staff, t/77228) says that on cc 7.0-7.5 a shared *load* whose active lanes pair
+up — T(n) == T(n^1) for every active lane, or T(n) == T(n^2) (a warp-wide broadcast included) —
+returns its registers packed, two lanes' data per register-row slot, and needs half the requests
+(LDS.128 2 instead of 4); Nsight Compute on cc 8.6 and 9.0 counts 2 wavefronts for an LDS.128 whose
+lanes 0-15 read one address and lanes 16-31 another (forum t/373160, access pattern 2). teg models
+it as phases of twice the lanes (``min(2 · lanes per phase, warp size)``): a paired LDS.128 is
+served by half-warps, a paired LDS.64 by the whole warp, and bank conflicts are evaluated within
+those phases. Stores never pack. Hand-computed cases: tests/test_memory_shared_wide.py.
 """
 
 from __future__ import annotations
@@ -121,12 +129,54 @@ def _row_wavefronts(m, k, kend, w, lpp, nwords_lane, addresses, warp_size, shift
     return total, phases
 
 
+@inner()
+def _lanes_pair_up(m, k, kend, addresses, warp_size, xor):
+    """True when every active lane ``n`` whose partner ``n ^ xor`` is active reads the partner's
+    address (``addresses[k:kend]``: the active lanes' addresses in lane order). A row without
+    addresses (SASS-only input: the contiguous pattern) never pairs."""
+    if kend - k <= 0:
+        return False
+    q = k
+    for lane in range(warp_size):
+        if (m >> np.uint64(lane)) & np.uint64(1) == 0:
+            continue
+        partner = lane ^ xor
+        if partner > lane and partner < warp_size and (m >> np.uint64(partner)) & np.uint64(1) != 0:
+            # the partner's address: skip the active lanes between them
+            r = q + 1
+            for j in range(lane + 1, partner):
+                if (m >> np.uint64(j)) & np.uint64(1) != 0:
+                    r += 1
+            if r >= kend or addresses[r] != addresses[q]:
+                return False
+        q += 1
+    return True
+
+
 @njit(cache=True)
 def shared_wavefronts(addr_start, addresses, mask, width, is_shared, banks, bank_bytes, phase_lanes,
                       warp_size, wave, wave_min):
     """Fill ``wave[i]`` (wavefronts) and ``wave_min[i]`` (conflict-free wavefronts) for every row
     ``i`` with ``is_shared[i]``; rows without addresses (SASS-only input) get the conflict-free
     contiguous pattern; rows with no active lane get 0 / 0. Other rows are left untouched."""
+    _wavefronts(addr_start, addresses, mask, width, is_shared, is_shared[:0], banks, bank_bytes, phase_lanes,
+                warp_size, wave, wave_min)
+
+
+@njit(cache=True)
+def shared_wavefronts_paired(addr_start, addresses, mask, width, is_shared, paired, banks, bank_bytes,
+                             phase_lanes, warp_size, wave, wave_min):
+    """:func:`shared_wavefronts`, where a row with ``paired[i]`` (a shared load of 8 or 16 bytes per
+    lane on a machine with ``shared.paired_loads``) whose active lanes pair up (T(n) == T(n^1) or
+    T(n) == T(n^2)) is served in phases of twice the lanes (module docstring, *Paired loads*)."""
+    _wavefronts(addr_start, addresses, mask, width, is_shared, paired, banks, bank_bytes, phase_lanes,
+                warp_size, wave, wave_min)
+
+
+@inner()
+def _wavefronts(addr_start, addresses, mask, width, is_shared, paired, banks, bank_bytes, phase_lanes,
+                warp_size, wave, wave_min):
+    """The loop of :func:`shared_wavefronts` (``paired`` empty: no row pairs)."""
     row_bytes = banks * bank_bytes
     words = np.empty(4096, np.int64)
     counts = np.zeros(banks, np.int64)
@@ -150,6 +200,10 @@ def shared_wavefronts(addr_start, addresses, mask, width, is_shared, banks, bank
         k = addr_start[i]
         kend = addr_start[i + 1]
         m = np.uint64(mask[i])
+        if paired.shape[0] > 0 and paired[i] and lpp < warp_size and (
+                _lanes_pair_up(m, k, kend, addresses, warp_size, 1)
+                or _lanes_pair_up(m, k, kend, addresses, warp_size, 2)):
+            lpp = min(2 * lpp, warp_size)
         if shift >= 0 and kend - k == warp_size and m == full:
             # every lane active with its address (the common case): when all the warp's words lie
             # within one row of banks, every phase (a chunk of lpp lanes) takes one wavefront

@@ -189,6 +189,7 @@ class _Rows:
     is_gmem: np.ndarray
     is_smem: np.ndarray
     is_load: np.ndarray
+    is_lds: np.ndarray     # bool per row: an LDS (shared load that may pack paired lanes; not LDSM)
     skips_l1: np.ndarray   # bool per row: the access bypasses L1 (teg.memory.cachepolicy, shared with the engine)
     is_barrier: np.ndarray
     is_sfu: np.ndarray
@@ -229,7 +230,10 @@ def _rows(program, kt, machine, unknown: str, where: str) -> _Rows:
     cls_idx[is_smem] = classes.index("shared")
     return _Rows(
         is_memop=is_memop, is_gmem=is_gmem, is_smem=is_smem,
-        is_load=(kind_tab == "load")[opcode_ids], is_barrier=(kind_tab == "barrier")[opcode_ids],
+        is_load=(kind_tab == "load")[opcode_ids],
+        is_lds=np.array([t.split(".")[0] == "LDS" for t in texts], bool)[opcode_ids] if texts else
+        np.zeros(opcode_ids.shape[0], bool),
+        is_barrier=(kind_tab == "barrier")[opcode_ids],
         skips_l1=skip_l1_tab[opcode_ids],
         is_sfu=(np.array(uclass_tab, object) == "sfu")[opcode_ids] & ~is_gmem,
         cls_idx=cls_idx, classes=classes, active=active,
@@ -268,15 +272,22 @@ def _transactions(kt, machine, rows: _Rows, gmem_width: np.ndarray):
 
 
 def _bank_conflicts(kt, machine, rows: _Rows) -> tuple[np.ndarray, np.ndarray]:
-    """(conflicted shared rows, wavefronts per row) from :func:`teg.memory.shared.shared_wavefronts`."""
-    from teg.memory.shared import shared_wavefronts
+    """(conflicted shared rows, wavefronts per row) from :func:`teg.memory.shared.shared_wavefronts`
+    (:func:`~teg.memory.shared.shared_wavefronts_paired` for the LDS rows on a table with
+    ``shared.paired_loads``, as the engine counts them)."""
+    from teg.memory.shared import shared_wavefronts, shared_wavefronts_paired
 
     sh = machine.shared
     wave = np.zeros(kt.num_rows, np.int64)
     wave_min = np.zeros(kt.num_rows, np.int64)
-    shared_wavefronts(np.asarray(kt.addr_start, np.int64), np.asarray(kt.addresses, np.uint64),
-                      np.asarray(kt.mask, np.uint32), np.where(rows.width > 0, rows.width, sh.bank_bytes), rows.is_smem,
-                      sh.banks, sh.bank_bytes, sh.phase_lanes, machine.warp_size, wave, wave_min)
+    width = np.where(rows.width > 0, rows.width, sh.bank_bytes)
+    args = (np.asarray(kt.addr_start, np.int64), np.asarray(kt.addresses, np.uint64),
+            np.asarray(kt.mask, np.uint32), width, rows.is_smem)
+    if sh.paired_loads:
+        shared_wavefronts_paired(*args, rows.is_lds & (width >= 8), sh.banks, sh.bank_bytes, sh.phase_lanes,
+                                 machine.warp_size, wave, wave_min)
+    else:
+        shared_wavefronts(*args, sh.banks, sh.bank_bytes, sh.phase_lanes, machine.warp_size, wave, wave_min)
     return rows.is_smem & (wave > wave_min), wave
 
 
