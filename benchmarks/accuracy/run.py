@@ -29,9 +29,14 @@ from pathlib import Path
 
 import numpy as np
 
-from teg import TegError
-
 HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+if (ROOT / "teg" / "__init__.py").is_file() and sys.path[:1] != [str(ROOT)]:
+    # the checkout this script belongs to is the one measured, whichever teg is installed (an editable
+    # install of another worktree would otherwise answer, and pick up that tree's edits mid-run)
+    sys.path.insert(0, str(ROOT))
+
+from teg import TegError  # noqa: E402  (after the path above)
 KERNELS = HERE / "kernels"
 MEASURED = Path(os.environ.get("TEG_MEASURED", Path(__file__).resolve().parent / "measured"))
 CACHE = Path(os.environ.get("TEG_ACCURACY_CACHE", HERE / ".cache"))
