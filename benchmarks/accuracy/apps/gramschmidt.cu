@@ -33,11 +33,15 @@
         }                                                                                          \
     } while (0)
 
-// R[k][k] = || A[:, k] ||, by thread 0 of the grid.
+// R[k][k] = || A[:, k] ||, by thread 0 of the grid. The loop is unrolled 16 times, as the measured
+// CUDA 11.8 sm_70 binary's was (its 4,946 warp instructions fit 128 iterations of 16 loads, 16
+// FFMAs and about 5 loop instructions, 4,736, plus the 8 warps' prologue; 64 times, nvcc 13's own
+// choice, would give about 4,370): the loads one iteration keeps in flight bound this loop.
 __global__ void gramschmidt_kernel1(float *a, float *r, float *q, int k)
 {
     if (blockIdx.x * blockDim.x + threadIdx.x != 0) return;
     float sq = 0.0f;
+#pragma unroll 16
     for (int i = 0; i < M; i++) sq += a[i * N + k] * a[i * N + k];
     r[k * N + k] = sqrtf(sq);
 }
