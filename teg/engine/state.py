@@ -1,7 +1,9 @@
 """The loop's state: per warp slot (:class:`Warps`), per scheduler (:class:`Scheds`), the block
 launch state (:class:`Launch`) and the whole of it (:class:`State`), which outlives one call of the
 loop: a paused run (``RUN_PAUSED``) goes on from it. Column layouts are the ``SLF_*`` / ``SLI_*`` /
-``SCF_*`` / ``SCI_*`` / ``RS_*`` / ``RC_*`` constants; the ``new_*`` functions allocate empty tables.
+``SCF_*`` / ``SCI_*`` / ``RS_*`` / ``RC_*`` constants; the ``new_*`` functions allocate empty tables
+with numpy, outside the jitted code (:func:`teg.engine.core.new_state`): numpy's zeros are pages
+no one touches until the loop first writes them, where a jitted allocation writes every byte.
 
 The state lives in a few packed tables rather than one array per field (fewer live array
 descriptors in the jitted loop; the same results).
