@@ -60,11 +60,14 @@ CAUSE_DTYPE = np.int8
 # the grid's launch state (which warp context holds which slot, each SM's next block in its list,
 # its resident blocks, the dealing queue's head, the launch counter that orders warps by age, each
 # block's live warps, its warps arrived at the current barrier and that barrier episode, the
-# latest completion of anything it issued; per SM the lowest slot position that may be free).
+# latest completion of anything it issued; per SM the lowest slot position that may be free, and
+# the lowest that no warp has held yet: its scoreboard is still numpy's untouched zeros, so a
+# launch into it clears nothing — a whole GPU's warps would otherwise write every register's entry
+# of their slot, used or not, at launch).
 Warps = namedtuple("Warps", ("sli", "slf", "tdep", "rs", "rsc", "bs", "bsc", "bq", "bqc", "bqn"))
 Scheds = namedtuple("Scheds", ("scf", "sci", "lbo", "sch_list", "sch_n"))
 Launch = namedtuple("Launch", ("ctx_slot", "sm_next", "sm_res", "q_next", "age", "blk_live", "blk_arrived", "blk_bar",
-                               "blk_done", "free_from"))
+                               "blk_done", "free_from", "fresh_from"))
 # Per SM, the stall accounting (each SM's cycles get one cause each; the run's breakdown sums
 # them): the first cycle not yet charged, the SM's latest result (done, base), its causes and its
 # static instruction.
@@ -179,7 +182,7 @@ def new_launch(n_sms, n_ctx, b_ctx_start, sm_blocks_start, sm_end):
     # its SM's slots until then (a warp exits only when its stores are acknowledged)
     blk_done = np.zeros(B, np.float64)
     return Launch(ctx_slot, sm_next, sm_res, q_next, age, blk_live, blk_arrived, blk_bar, blk_done,
-                  np.zeros(n_sms, np.int64))
+                  np.zeros(n_sms, np.int64), np.zeros(n_sms, np.int64))
 
 
 def new_tally(n_sms):
