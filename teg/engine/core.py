@@ -102,14 +102,54 @@ Config = namedtuple("Config", ("n_sms", "S", "spsm", "L", "C", "resident", "poli
                                "replay", "n_order", "deal", "wfc", "launch_lat", "q_end", "leaves", "pc_none", "mc"))
 
 
-@njit(cache=True, error_model="numpy")
 def new_state(static, rows, grid, sc, out, replay):
-    """The run's :class:`~teg.engine.state.State` (:func:`_new_state`), for :func:`simulate`: the
-    static tables packed with the run's switches, every table empty, no block launched
-    (``replay``: the run follows a replay order); ``out`` gets each SM's end and block count
-    zeroed. The loop's other entry, so that the loop itself is compiled once, in :func:`simulate`
-    (numba optimizes inlined code again in every entry that holds it)."""
-    return _new_state(static, rows, grid, sc, out, replay)
+    """The run's :class:`~teg.engine.state.State`, for :func:`simulate`: the static tables packed
+    with the run's switches (:func:`pack_tables`, jitted), every other table empty, built by numpy
+    (no block launched; ``replay``: the run follows a replay order); ``out`` gets each SM's end
+    and block count zeroed. numpy's zeros are untouched pages until the loop first writes them
+    (calloc), where a jitted allocation writes every byte of the whole GPU's caches and
+    scoreboards at every run; and the loop is compiled once, in :func:`simulate`."""
+    n_sms = sc.sms
+    S = sc.schedulers
+    sx, sf, has_bar, has_async, spsm, maxc, nreg, mc = pack_tables(static, rows, grid, sc)
+    G = n_sms * S
+    L = (spsm + S - 1) // S
+    U = static.u_occ.shape[0]
+    pos = np.zeros(NUM_POS, np.int64)
+    pos[POS_RP_SLOT] = -1
+    pos[POS_RP_G] = -1
+    pos[POS_SPSM] = spsm
+    return State(new_warps(n_sms, spsm, S, nreg, has_async), new_scheds(G, L),
+                 Static(sx, sf, has_bar, sc.dependencies, has_async, S, U),
+                 new_fetch(static.s_iline, static.s_cline, n_sms, sc),
+                 new_launch(n_sms, grid.c_start.shape[0], grid.b_ctx_start, grid.sm_blocks_start, out.sm_end),
+                 new_memory(mc, n_sms, rows.tx_chan, grid.sm_part),
+                 np.zeros((n_sms * S * U, maxc), np.float64),       # unit copies' free times, a row per (group, unit)
+                 np.full(2 * pow2_at_least(n_sms), INF, np.float64),  # min-tree over the SMs' wake-ups
+                 new_tally(n_sms), index_maps(n_sms, S, mc.spp),
+                 row_contexts(grid.c_start, grid.c_end, rows.r_sidx.shape[0] if replay else 0),
+                 np.zeros(G, np.bool_),      # a scheduler waits for the replay order (its wake-up is no bound)
+                 pos, np.zeros(1, np.float64))
+
+
+@njit(cache=True, error_model="numpy")
+def pack_tables(static, rows, grid, sc):
+    """The run's packed static tables (:func:`teg.engine.static.pack_static`, folded with its
+    switches), whether the kernel has a waiting BAR and cp.async / DEPBAR, the warp slots per SM
+    (:func:`teg.engine.state.slots_per_sm`), the unit table's and the scoreboard's widths, and the
+    memory system's configuration (:func:`teg.engine.memsys.mem_config`): what :func:`new_state`
+    needs from jitted code (the loop's other entry, so that the loop itself is compiled once, in
+    :func:`simulate`)."""
+    spsm = slots_per_sm(sc, grid.b_ctx_start, grid.sm_blocks_start)
+    maxc, nreg = table_sizes(static)
+    mc = mem_config(sc)
+    issue_interval = sc.issue_interval
+    sx, sf = pack_static(static, fetch_checks(static.s_iline, rows.r_sidx, grid.c_start, grid.c_end,
+                                              sc.instruction_fetch),
+                         sc.depmodel, mc.pipe_limited, issue_interval <= 1.0, issue_interval, sc.same_warp_penalty,
+                         sc.barriers, sc.rbar_latency, mc.store_cps > 0.0)
+    has_bar, has_async = kernel_uses(static, sc.barriers)
+    return sx, sf, has_bar, has_async, spsm, maxc, nreg, mc
 
 
 @njit(cache=True, error_model="numpy")
@@ -209,48 +249,12 @@ def simulate(rows, grid, sc, order_in, out, sim, stop_at):
 
 
 # numba keys a cached entry by its own file only; the code of these modules is compiled into it
-for _entry in (new_state, simulate):
+for _entry in (pack_tables, simulate):
     stamp_sources(_entry, (fetch, jitlib, memsys, records, schedulers, scoreboard, state, static_tables, cache_model,
                            channels, jit))
 
 
 # ---------------------------------------------------------------------------------------- set-up
-
-@helper
-def _new_state(static, rows, grid, sc, out, replay):
-    """The run's :class:`~teg.engine.state.State`: the static tables packed with the run's switches,
-    every table empty, no block launched (``replay``: the run follows a replay order); ``out``
-    gets each SM's end and block count zeroed."""
-    n_sms = sc.sms
-    S = sc.schedulers
-    spsm = slots_per_sm(sc, grid.b_ctx_start, grid.sm_blocks_start)
-    G = n_sms * S
-    L = (spsm + S - 1) // S
-    U = static.u_occ.shape[0]
-    maxc, nreg = table_sizes(static)
-    mc = mem_config(sc)
-    issue_interval = sc.issue_interval
-    sx, sf = pack_static(static, fetch_checks(static.s_iline, rows.r_sidx, grid.c_start, grid.c_end,
-                                              sc.instruction_fetch),
-                         sc.depmodel, mc.pipe_limited, issue_interval <= 1.0, issue_interval, sc.same_warp_penalty,
-                         sc.barriers, sc.rbar_latency, mc.store_cps > 0.0)
-    has_bar, has_async = kernel_uses(static, sc.barriers)
-    pos = np.zeros(NUM_POS, np.int64)
-    pos[POS_RP_SLOT] = -1
-    pos[POS_RP_G] = -1
-    pos[POS_SPSM] = spsm
-    return State(new_warps(n_sms, spsm, S, nreg, has_async), new_scheds(G, L),
-                 Static(sx, sf, has_bar, sc.dependencies, has_async, S, U),
-                 new_fetch(static.s_iline, static.s_cline, n_sms, sc),
-                 new_launch(n_sms, grid.c_start.shape[0], grid.b_ctx_start, grid.sm_blocks_start, out.sm_end),
-                 new_memory(mc, n_sms, rows.tx_chan, grid.sm_part),
-                 np.zeros((n_sms * S * U, maxc), np.float64),       # unit copies' free times, a row per (group, unit)
-                 np.full(2 * pow2_at_least(n_sms), INF, np.float64),  # min-tree over the SMs' wake-ups
-                 new_tally(n_sms), index_maps(n_sms, S, mc.spp),
-                 row_contexts(grid.c_start, grid.c_end, rows.r_sidx.shape[0] if replay else 0),
-                 np.zeros(G, np.bool_),      # a scheduler waits for the replay order (its wake-up is no bound)
-                 pos, np.zeros(1, np.float64))
-
 
 @hot
 def _config(sc, sim, grid, order_in, out):

@@ -64,23 +64,18 @@ def fetch_checks(s_iline, r_sidx, c_start, c_end, on):
     return chk
 
 
-@helper
 def line_table(lines, on, n_sms):
     """Whether a per-SM cache of code or constant lines is modelled (its switch ``on`` and some
     instruction with a line in ``lines``), and its table ``[sm, line]`` of arrival times, every
     line not yet requested (-1; one dummy entry when not modelled)."""
-    n = 0
-    for s in range(lines.shape[0]):
-        if lines[s] + 1 > n:
-            n = lines[s] + 1
-    used = on and n > 0
+    n = max(int(lines.max()) + 1, 0) if lines.shape[0] > 0 else 0
+    used = bool(on) and n > 0
     return used, np.full((n_sms if used else 1, n if used else 1), -1.0, np.float64)
 
 
-@helper
 def new_fetch(s_iline, s_cline, n_sms, sc):
-    """The :class:`Fetch` tables, empty: each cache is modelled when its switch is on and some
-    instruction has a line (``s_iline`` / ``s_cline`` >= 0)."""
+    """The :class:`Fetch` tables, empty (numpy, outside the jitted code): each cache is modelled
+    when its switch is on and some instruction has a line (``s_iline`` / ``s_cline`` >= 0)."""
     has_fetch, ifl = line_table(s_iline, sc.instruction_fetch, n_sms)
     gfl = np.full(ifl.shape[1], -1.0, np.float64)
     front = np.full(ifl.shape[0], -1, np.int64)

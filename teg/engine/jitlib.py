@@ -130,9 +130,9 @@ def heap_replace_top(heap, p, n, value):
     heap[p, i] = value
 
 
-@helper
 def pow2_at_least(n):
-    """The smallest power of two >= ``n`` (at least 1)."""
+    """The smallest power of two >= ``n`` (at least 1): the min-tree's leaves (plain Python, for
+    the state's construction)."""
     p = 1
     while p < n:
         p *= 2

@@ -16,7 +16,7 @@ from teg.engine.codes import (C_CHW, C_DRAM, C_DRAM_B, C_G_ACC, C_L1H, C_L1M, C_
                               CHANNEL_QUEUE, L2_QUEUE, MEM_PIPE, TLB_MISS)
 from teg.engine.jitlib import cold, heap_replace_top, helper, hot, max2, min2, nonneg, prefetch
 from teg.engine.records import REC_ROWS, TX_CHAN, TX_SLICE, record_level
-from teg.memory.cache import _log2, cache_access_dirty, cache_access_timed, cache_new, cache_shape
+from teg.memory.cache import _log2, cache_access_dirty, cache_access_timed, cache_shape
 from teg.memory.channels import balance_scale
 
 PREFETCH_TX = 16        # transactions ahead of a global access whose data is prefetched
@@ -98,11 +98,16 @@ def mem_config(sc):
         (sc.records & REC_ROWS) != 0, tlb, store_cps, turn)
 
 
-@helper
+def _empty_caches(caches, shape):
+    """:func:`teg.memory.cache.cache_new`'s empty state, allocated by numpy: its zeros are
+    untouched pages until the loop first uses a set (a whole GPU's L1s and L2 are megabytes)."""
+    return np.zeros((caches * shape[0], shape[1]), np.int64)
+
+
 def new_memory(mc, n_sms, tx_chan, sm_part_in):
-    """The memory system's state (:class:`Memory`), empty: the memory pipelines' slot heaps (and
-    slots per pipeline), DRAM channels, L1s and L2 partitions with their lines' ready times, each
-    SM's near L2 partition, the L2 slices."""
+    """The memory system's state (:class:`Memory`), empty (numpy, outside the jitted code): the
+    memory pipelines' slot heaps (and slots per pipeline), DRAM channels, L1s and L2 partitions
+    with their lines' ready times, each SM's near L2 partition, the L2 slices."""
     spp, pipe_slots, channels, n_parts = mc.spp, mc.pipe_slots, mc.channels, mc.n_parts
     n_pipes = (n_sms + spp - 1) // spp
     pipe_n = np.zeros(n_pipes, np.int64)
@@ -112,7 +117,7 @@ def new_memory(mc, n_sms, tx_chan, sm_part_in):
             in_pipe = min(spp, n_sms - p * spp)
             pipe_n[p] = max(1, (pipe_slots * in_pipe) // spp)
             if pipe_n[p] > maxslots:
-                maxslots = pipe_n[p]
+                maxslots = int(pipe_n[p])
     heap = np.zeros((n_pipes, maxslots), np.float64)
     chan_free = np.zeros(channels, np.float64)
     # channel skew removed: each channel's service time scaled to the average load (balance_scale)
@@ -122,21 +127,21 @@ def new_memory(mc, n_sms, tx_chan, sm_part_in):
         chan_scale = balance_scale(tx_chan, channels)
     chan_dir = np.zeros(channels, np.int64)
     chan_wbuf = np.zeros(channels, np.float64)
-    l1_state = cache_new(n_sms, mc.l1_shape)
+    l1_state = _empty_caches(n_sms, mc.l1_shape)
     # per way, the cycle its line's data is there (a hit on a line still being filled waits for it)
     l1_ready = np.zeros(l1_state.shape, np.float64)
     # L2: one cache per partition (its geometry is one partition's); each SM has a near partition
     # (``sm_part_in``, from the lowering), each address a home partition (interleave part_bytes)
-    l2_state = cache_new(n_parts, mc.l2_shape)
+    l2_state = _empty_caches(n_parts, mc.l2_shape)
     l2_ready = np.zeros(l2_state.shape, np.float64)
     # per way, the sectors written since the line came in (the L2 is write-back: docs/model.md §3)
     l2_dirty = np.zeros(l2_state.shape, np.int64)
     sm_part = sm_part_in.astype(np.int64)
     slice_free = np.zeros(max(mc.n_slices, 1), np.float64)
     # address translation: an L1 TLB per SM and one L2 TLB, cold (empty stand-ins when not modelled)
-    tlb1_state = cache_new(n_sms if mc.tlb.present else 1, mc.tlb.l1_shape)
+    tlb1_state = _empty_caches(n_sms if mc.tlb.present else 1, mc.tlb.l1_shape)
     tlb1_ready = np.zeros(tlb1_state.shape, np.float64)
-    tlb2_state = cache_new(1, mc.tlb.l2_shape)
+    tlb2_state = _empty_caches(1, mc.tlb.l2_shape)
     tlb2_ready = np.zeros(tlb2_state.shape, np.float64)
     wport = np.zeros(n_pipes, np.float64)
     return Memory(heap, pipe_n, chan_free, chan_scale, chan_dir, chan_wbuf, l1_state, l1_ready, l2_state, l2_ready, l2_dirty, sm_part,

@@ -203,12 +203,16 @@ def launch_blocks(w, sd, st, fe, ln, grid, r_sidx, sm_end, counters, sm, t0, mos
             sli[slot, SLI_YIELD] = 1
             slf[slot, SLF_SINCE] = t0
             sli[slot, SLI_BLOCK] = b
-            w.rs[slot, :, :] = 0.0
-            w.bs[slot, :, :] = 0.0
-            w.rsc[slot, :, :] = 0
-            w.bsc[slot, :, :] = 0
-            w.bqn[slot, :] = 0
-            w.bq[slot, NSB, 0, RS_T] = 0.0
+            if slot - sm * spsm < ln.fresh_from[sm]:
+                # a slot held before: its scoreboard is cleared (a slot never held is all zeros)
+                w.rs[slot, :, :] = 0.0
+                w.bs[slot, :, :] = 0.0
+                w.rsc[slot, :, :] = 0
+                w.bsc[slot, :, :] = 0
+                w.bqn[slot, :] = 0
+                w.bq[slot, NSB, 0, RS_T] = 0.0
+            else:
+                ln.fresh_from[sm] = slot - sm * spsm + 1
             compute_tdep(w, st, fe, slot)
             note_ready(w, sd, slot)
             g2 = sli[slot, SLI_G]

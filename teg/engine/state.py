@@ -1,7 +1,9 @@
 """The loop's state: per warp slot (:class:`Warps`), per scheduler (:class:`Scheds`), the block
 launch state (:class:`Launch`) and the whole of it (:class:`State`), which outlives one call of the
 loop: a paused run (``RUN_PAUSED``) goes on from it. Column layouts are the ``SLF_*`` / ``SLI_*`` /
-``SCF_*`` / ``SCI_*`` / ``RS_*`` / ``RC_*`` constants; the ``new_*`` functions allocate empty tables.
+``SCF_*`` / ``SCI_*`` / ``RS_*`` / ``RC_*`` constants; the ``new_*`` functions allocate empty tables
+with numpy, outside the jitted code (:func:`teg.engine.core.new_state`): numpy's zeros are pages
+no one touches until the loop first writes them, where a jitted allocation writes every byte.
 
 The state lives in a few packed tables rather than one array per field (fewer live array
 descriptors in the jitted loop; the same results).
@@ -49,16 +51,23 @@ NSB = 6             # dependency barriers per warp (SB0..SB5)
 # latest of them. Exact for N < NQ while the barrier's results complete in issue order or no more
 # than NQ are outstanding; DEPBAR.LE with N >= NQ does not wait (an optimistic limit).
 NQ = 8
+# The causes in the scoreboard tables (``rsc``/``bsc``/``bqc``): one byte each (cause codes are
+# below teg.engine.codes.NUM_CAUSES), an eighth of int64's, so that more of a whole GPU's
+# scoreboards stay in the host's caches.
+CAUSE_DTYPE = np.int8
 
 # The per-slot tables (slot state and scoreboards), the per-scheduler tables and warp lists, and
 # the grid's launch state (which warp context holds which slot, each SM's next block in its list,
 # its resident blocks, the dealing queue's head, the launch counter that orders warps by age, each
 # block's live warps, its warps arrived at the current barrier and that barrier episode, the
-# latest completion of anything it issued; per SM the lowest slot position that may be free).
+# latest completion of anything it issued; per SM the lowest slot position that may be free, and
+# the lowest that no warp has held yet: its scoreboard is still numpy's untouched zeros, so a
+# launch into it clears nothing — a whole GPU's warps would otherwise write every register's entry
+# of their slot, used or not, at launch).
 Warps = namedtuple("Warps", ("sli", "slf", "tdep", "rs", "rsc", "bs", "bsc", "bq", "bqc", "bqn"))
 Scheds = namedtuple("Scheds", ("scf", "sci", "lbo", "sch_list", "sch_n"))
 Launch = namedtuple("Launch", ("ctx_slot", "sm_next", "sm_res", "q_next", "age", "blk_live", "blk_arrived", "blk_bar",
-                               "blk_done", "free_from"))
+                               "blk_done", "free_from", "fresh_from"))
 # Per SM, the stall accounting (each SM's cycles get one cause each; the run's breakdown sums
 # them): the first cycle not yet charged, the SM's latest result (done, base), its causes and its
 # static instruction.
@@ -103,10 +112,10 @@ def fixed_widths(sim):
     fixed_dim(sim.tally.sm_kc, 1, 2)
 
 
-@helper
 def new_warps(n_sms, spsm, S, nreg, has_async):
     """The warp-slot tables (:class:`Warps`), every slot free, with its fixed SM / scheduler /
-    list-position maps (so the hot loop needs no integer division)."""
+    list-position maps (so the hot loop needs no integer division). Built by numpy, outside the
+    jitted code: its zeros are untouched pages until the loop first writes a slot's rows."""
     n_slots = n_sms * spsm
     # one float and one int table, a row per slot
     slf = np.zeros((n_slots, NUM_SLF), np.float64)
@@ -114,26 +123,25 @@ def new_warps(n_sms, spsm, S, nreg, has_async):
     sli[:, SLI_CTX] = -1
     sli[:, SLI_YIELD] = 1
     sli[:, SLI_UCNT] = 1
-    for slot in range(n_slots):
-        sli[slot, SLI_SM] = slot // spsm
-        sli[slot, SLI_G] = sli[slot, SLI_SM] * S + (slot % spsm) % S
-        sli[slot, SLI_K] = (slot % spsm) // S
-    # scoreboard: registers and dependency barriers (see RS_*)
+    slot = np.arange(n_slots, dtype=np.int64)
+    sli[:, SLI_SM] = slot // spsm
+    sli[:, SLI_G] = sli[:, SLI_SM] * S + (slot % spsm) % S
+    sli[:, SLI_K] = (slot % spsm) // S
+    # scoreboard: registers and dependency barriers (see RS_*); the causes in one byte each
     rs = np.zeros((n_slots, nreg, 2), np.float64)
     bs = np.zeros((n_slots, NSB, 2), np.float64)
-    rsc = np.zeros((n_slots, nreg, 2), np.int64)
-    bsc = np.zeros((n_slots, NSB, 2), np.int64)
+    rsc = np.zeros((n_slots, nreg, 2), CAUSE_DTYPE)
+    bsc = np.zeros((n_slots, NSB, 2), CAUSE_DTYPE)
     # counted barriers: ``bq[slot, b, e, RS_*]`` / ``bqc`` (as bs/bsc) a ring of barrier b's last
     # NQ results, ``bqn[slot, b]`` its results so far; at b = NSB, e = 0 the slot's open cp.async
     # group (its latest copy result so far). The ring is read and written only when has_async
     # (bar_write's ``ring``): one entry otherwise (e = 0 still holds the open group, reset at launch)
     bq = np.zeros((n_slots, NSB + 1, NQ if has_async else 1, 2), np.float64)
-    bqc = np.zeros((n_slots, NSB + 1, NQ if has_async else 1, 2), np.int64)
+    bqc = np.zeros((n_slots, NSB + 1, NQ if has_async else 1, 2), CAUSE_DTYPE)
     bqn = np.zeros((n_slots, NSB), np.int64)
     return Warps(sli, slf, np.zeros(n_slots, np.float64), rs, rsc, bs, bsc, bq, bqc, bqn)
 
 
-@helper
 def new_scheds(G, L):
     """The scheduler tables (:class:`Scheds`): nothing to wake for, no warps."""
     scf = np.zeros((G, NUM_SCF), np.float64)
@@ -154,7 +162,6 @@ def new_scheds(G, L):
     return Scheds(scf, sci, lbo, sch_list, sch_n)
 
 
-@helper
 def new_launch(n_sms, n_ctx, b_ctx_start, sm_blocks_start, sm_end):
     """The grid's launch state (:class:`Launch`): no block launched, no warp in a slot (and each
     SM's end and block count in ``sm_end`` zeroed)."""
@@ -165,12 +172,9 @@ def new_launch(n_sms, n_ctx, b_ctx_start, sm_blocks_start, sm_end):
     # the current barrier episode of each block: latest (arrival + its BAR latency), largest BAR
     # latency among the arrivals
     blk_bar = np.zeros((B, 2), np.float64)
-    sm_next = np.zeros(n_sms, np.int64)
+    sm_next = np.ascontiguousarray(sm_blocks_start[:n_sms], dtype=np.int64).copy()
     sm_res = np.zeros(n_sms, np.int64)
-    for sm in range(n_sms):
-        sm_next[sm] = sm_blocks_start[sm]
-        sm_end[sm, 0] = 0.0
-        sm_end[sm, 1] = 0.0
+    sm_end[:n_sms, :2] = 0.0
     # dynamic dealing: one queue over sm_blocks[0 : sm_blocks_start[n_sms]] (all SMs' lists)
     q_next = np.zeros(1, np.int64)
     age = np.zeros(1, np.int64)   # launch order of warps (GTO's "oldest")
@@ -178,29 +182,19 @@ def new_launch(n_sms, n_ctx, b_ctx_start, sm_blocks_start, sm_end):
     # its SM's slots until then (a warp exits only when its stores are acknowledged)
     blk_done = np.zeros(B, np.float64)
     return Launch(ctx_slot, sm_next, sm_res, q_next, age, blk_live, blk_arrived, blk_bar, blk_done,
-                  np.zeros(n_sms, np.int64))
+                  np.zeros(n_sms, np.int64), np.zeros(n_sms, np.int64))
 
 
-@helper
 def new_tally(n_sms):
     """Per-SM stall accounting (:class:`Tally`): nothing charged, no result yet."""
     return Tally(np.zeros(n_sms, np.float64), np.zeros((n_sms, 2), np.float64), np.full((n_sms, 2), NO_WARP, np.int64),
                  np.full(n_sms, -1, np.int64))
 
 
-@helper
 def index_maps(n_sms, S, spp):
     """Each scheduler's SM and index in it, each SM's memory pipeline (:class:`Maps`)."""
-    G = n_sms * S
-    g_sm = np.empty(G, np.int64)
-    g_sch = np.empty(G, np.int64)
-    for g in range(G):
-        g_sm[g] = g // S
-        g_sch[g] = g % S
-    sm_pipe = np.empty(n_sms, np.int64)
-    for sm in range(n_sms):
-        sm_pipe[sm] = sm // spp
-    return Maps(g_sm, g_sch, sm_pipe)
+    g = np.arange(n_sms * S, dtype=np.int64)
+    return Maps(g // S, g % S, np.arange(n_sms, dtype=np.int64) // spp)
 
 
 @helper
@@ -231,12 +225,11 @@ def slots_per_sm(sc, b_ctx_start, sm_blocks_start):
     return spsm
 
 
-@helper
 def row_contexts(c_start, c_end, n_rows):
     """The warp context of each of the ``n_rows`` first rows (replay: ``n_rows`` = all rows)."""
     r_ctx = np.zeros(n_rows, np.int64)
     if n_rows > 0:
-        for c in range(c_start.shape[0]):
-            for rr in range(c_start[c], c_end[c]):
-                r_ctx[rr] = c
+        lens = np.maximum(c_end - c_start, 0).astype(np.int64)
+        first = np.repeat(c_start.astype(np.int64) - (np.cumsum(lens) - lens), lens)
+        r_ctx[first + np.arange(int(lens.sum()), dtype=np.int64)] = np.repeat(np.arange(c_start.shape[0]), lens)
     return r_ctx

@@ -11,11 +11,13 @@ with an invalid sector fills the sector (sector miss); a tag miss replaces the l
 line (its sectors are dropped). Every access makes its line most recently used.
 
 State is one int64 array of shape ``(caches * sets, assoc)`` (:func:`cache_new`), a row per set:
-the set's lines in recency order (most recent first, −1 = empty, empty ways last), each entry the
-line's tag shifted left by the number of sectors per line, or'ed with its valid-sector bit mask
-(``tag << k | mask``, ``k = line / sector``, at most 16). Keeping the LRU order by position needs no
+the set's lines in recency order (most recent first, 0 = empty, empty ways last), each entry the
+line's tag plus one shifted left by the number of sectors per line, or'ed with its valid-sector bit
+mask (``(tag + 1) << k | mask``, ``k = line / sector``, at most 16; the empty way is 0 so that an
+empty cache is all zeros, which numpy allocates as untouched pages: a whole GPU's L1s and the
+50 MB L2 of sm_90 are megabytes of tags, written by no one until a line is used). Keeping the LRU order by position needs no
 per-way time stamps, and packing tag and mask into one word halves what an access reads and moves:
-a set of the 16-way L2 is two host cache lines. Tags (line numbers) must fit in ``63 - k`` bits, which every
+a set of the 16-way L2 is two host cache lines. Tags (line numbers) plus one must fit in ``63 - k`` bits, which every
 user-space address does (below 2**54 bytes for 128-byte lines of 16 sectors).
 The engine's jitted loop keeps one L1 per simulated SM in the same array (cache ``c`` uses rows
 ``c*sets … c*sets+sets-1``).
@@ -83,7 +85,7 @@ def cache_shape(sets, assoc, line_bytes, sector_bytes, skip_at=0, skip_bits=0, h
 @njit(cache=True)
 def cache_new(caches, shape):
     """Empty state (every way empty) for ``caches`` caches of geometry ``shape`` (:func:`cache_shape`)."""
-    return np.full((caches * shape[0], shape[1]), -1, np.int64)
+    return np.zeros((caches * shape[0], shape[1]), np.int64)
 
 
 @inner()
@@ -120,11 +122,12 @@ def cache_row(cache_index, shape, addr):
 def _way(state, row, tag, k, assoc):
     """Where the line ``tag`` is in set ``row`` — or the way a missing line replaces (the first
     empty one, else the least recently used, the last) — and its valid-sector mask (0: absent)."""
+    t1 = tag + 1                                    # entries hold tag + 1 (0: empty)
     for w in range(assoc):
         x = state[row, w]
-        if x >> k == tag:                           # an empty way (-1) has x >> k == -1
+        if x >> k == t1:                            # an empty way (0) has x >> k == 0
             return w, x & ((1 << k) - 1)
-        if x < 0:                                   # first empty way: the line is absent
+        if x == 0:                                  # first empty way: the line is absent
             return w, 0
     return assoc - 1, 0                             # full set, line absent: the LRU line drops out
 
@@ -140,7 +143,7 @@ def cache_access(state, cache_index, shape, addr):
     p, mask = _way(state, row, tag, k, assoc)
     for w in range(p, 0, -1):                       # ways 0 … p-1 move back one place
         state[row, w] = state[row, w - 1]
-    state[row, 0] = (tag << k) | mask | bit
+    state[row, 0] = ((tag + 1) << k) | mask | bit
     return (mask & bit) != 0
 
 
@@ -160,7 +163,7 @@ def cache_access_timed(state, ready, cache_index, shape, addr):
     for w in range(p, 0, -1):
         state[row, w] = state[row, w - 1]
         ready[row, w] = ready[row, w - 1]
-    state[row, 0] = (tag << k) | mask | bit
+    state[row, 0] = ((tag + 1) << k) | mask | bit
     ready[row, 0] = r
     return hit, row, r
 
@@ -182,14 +185,14 @@ def cache_access_dirty(state, ready, dirty, cache_index, shape, addr):
     evicted = 0
     keep = dirty[row, p]
     if mask == 0:                                   # the line is absent: it takes way p's place
-        if state[row, p] >= 0:
+        if state[row, p] != 0:
             evicted = keep                          # another line dropped out
         keep = 0
     for w in range(p, 0, -1):
         state[row, w] = state[row, w - 1]
         ready[row, w] = ready[row, w - 1]
         dirty[row, w] = dirty[row, w - 1]
-    state[row, 0] = (tag << k) | mask | bit
+    state[row, 0] = ((tag + 1) << k) | mask | bit
     ready[row, 0] = r
     dirty[row, 0] = keep
     return hit, row, r, evicted
