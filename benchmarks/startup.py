@@ -7,7 +7,12 @@ empty for a cold run, filled by that cold run for the warm ones. A cold run prin
 seconds (user + system of the child, which is what compiling costs on a shared machine; the wall
 time follows the other tenants) and, from numba's compile events (``numba.core.event``), the CPU
 seconds spent inside top-level compilations and the count of functions compiled. The warm runs
-give wall and CPU time, median of ``--warm`` runs.
+give wall and CPU time, median of ``--warm`` runs, alternating two variants: teg's loader
+(:class:`teg.jit._LoadOnlyCache`) and numba's own first step of a cache load,
+``target_context.refresh()`` (importing every lowering and typing registry of numba), run before
+the command. A checked warm run then counts what it did: functions compiled (0: all came from the
+cache), functions loaded from the cache, modules imported, and whether numba's registries
+(``numba.np.arraymath``) and ``scipy.linalg`` were imported.
 
 ``--variants`` compares teg's link-only helpers (:mod:`teg.jit`, the default) with numba's own
 finalization of every helper (``TEG_NO_LINKONLY=1``): the cold runs of the two alternate, so the
@@ -53,15 +58,26 @@ try:
 except SystemExit as e:
     if e.code:
         raise
+acc["modules"] = len(sys.modules)
+acc["registries"] = "numba.np.arraymath" in sys.modules
+acc["scipy_linalg"] = "scipy.linalg" in sys.modules
+import gc
+from numba.core.dispatcher import Dispatcher
+acc["loaded"] = sum(sum(o.stats.cache_hits.values()) for o in gc.get_objects() if isinstance(o, Dispatcher))
 sys.stderr.write("STARTUP " + json.dumps(acc) + "\n")
 """
 
 PLAIN = "from teg.cli import main; main(args=['estimate'])"
+# numba's own cache load starts with this (numba.core.caching.FunctionCache.load_overload)
+REFRESH = "from numba.core.registry import cpu_target; cpu_target.target_context.refresh(); " + PLAIN
 
 
 def run_child(code: str, cache_dir: str, extra_env: dict | None = None) -> dict:
     """One interpreter running ``code``; its wall and CPU seconds, and what it reported."""
     env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir, PYTHONPATH=ROOT, TEG_COMPILE_NOTICE="0")
+    # Python's bytecode cache on, as after an install: with PYTHONDONTWRITEBYTECODE set, every run
+    # would compile teg's ~80 modules from source again
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     env.pop("TEG_NO_LINKONLY", None)
     env.update(extra_env or {})
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -120,14 +136,20 @@ def main() -> None:
             for r in runs:
                 print(f"cold ({name}): CPU {r['cpu']:.1f} s (of which compiling {r['compile_cpu']:.1f} s, "
                       f"{r['compiled']} functions compiled), wall {r['wall']:.1f} s")
-        warm = [run_child(PLAIN, warm_dir) for _ in range(args.warm)]
-        walls = sorted(r["wall"] for r in warm)
-        cpus = sorted(r["cpu"] for r in warm)
-        print(f"warm: wall median {statistics.median(walls):.3f} s (min {walls[0]:.3f}, max {walls[-1]:.3f}), "
-              f"CPU median {statistics.median(cpus):.3f} s over {len(warm)} runs")
+        warm = {"teg's loader": [], "numba's refresh first": []}
+        for _ in range(args.warm):
+            warm["teg's loader"].append(run_child(PLAIN, warm_dir))
+            warm["numba's refresh first"].append(run_child(REFRESH, warm_dir))
+        for name, runs in warm.items():
+            walls = sorted(r["wall"] for r in runs)
+            cpus = sorted(r["cpu"] for r in runs)
+            print(f"warm ({name}): wall median {statistics.median(walls):.3f} s (min {walls[0]:.3f}, max "
+                  f"{walls[-1]:.3f}), CPU median {statistics.median(cpus):.3f} s (min {cpus[0]:.3f}) over {len(runs)} runs")
         check = run_child(CHILD, warm_dir)
-        print(f"warm run compiles {check['compiled']} functions (0: everything came from the cache)")
-
+        print(f"warm run: {check['compiled']} functions compiled (0: everything came from the cache), "
+              f"{check['loaded']} loaded from the cache, {check['modules']} modules imported; numba's registries "
+              f"{'imported' if check['registries'] else 'not imported'}, scipy.linalg "
+              f"{'imported' if check['scipy_linalg'] else 'not imported'}")
 
 if __name__ == "__main__":
     main()

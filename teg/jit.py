@@ -1,15 +1,69 @@
-"""The numba decorator for teg's jitted helpers (compiled into their callers only), and the freshness of a
-cached entry's callees."""
+"""teg's numba decorators: :func:`njit` (numba's, with a cache that loads machine code without
+setting up numba's compiler) and :func:`inner` (helpers compiled into their callers only); and the
+freshness of a cached entry's callees (:func:`stamp_sources`)."""
 
 from __future__ import annotations
 
 import os
 
-from numba import njit
+import numba
 from numba.core import codegen as _codegen
+from numba.core.caching import FunctionCache
 from numba.core.compiler import CompilerBase, DefaultPassBuilder
 from numba.core.compiler_machinery import LoweringPass, register_pass
 from numba.core.typed_passes import AnnotateTypes
+
+
+class _LoadOnlyCache(FunctionCache):
+    """numba's on-disk cache of a function, loading without refreshing numba's target context.
+
+    numba's ``FunctionCache.load_overload`` calls ``target_context.refresh()`` before it reads a
+    cached function: that imports every lowering and typing registry numba has (its random
+    generators, polynomials, linear algebra — ``numba.np.arraymath`` imports ``scipy.linalg``
+    when SciPy is installed — typed containers, cffi, …), which only compiling uses, and
+    compiling refreshes the context itself (``CompilerBase.__init__``). Loaded machine code needs
+    only the symbols its calls resolve to: numba's runtime (``rtsys.initialize``: the NRT
+    functions), the C helpers and math functions registered when the target context was made,
+    and the hash secret that ``numba.cpython.hashing`` registers when imported (imported here
+    only for code that refers to it); the modules of the implementations it calls are imported
+    by unpickling their environments. Otherwise the cache is read as numba reads it."""
+
+    def load_overload(self, sig, target_context):
+        from numba.core.runtime import rtsys
+
+        rtsys.initialize(target_context)
+        with self._guard_against_spurious_io_errors():
+            return self._load_overload(sig, target_context)
+
+    def _load_overload(self, sig, target_context):
+        if not self._enabled:
+            return None
+        data = self._cache_file.load(self._index_key(sig, target_context.codegen()))
+        if data is None:
+            return None
+        try:            # CompileResult._reduce: the library first, (name, "object", (object code, bitcode))
+            hashes = _HASH_SECRET in data[0][2][0]
+        except (IndexError, TypeError):
+            hashes = True
+        if hashes:
+            import numba.cpython.hashing  # noqa: F401
+        return self._impl.rebuild(target_context, data)
+
+
+_HASH_SECRET = b"_numba_hashsecret_"
+
+
+def njit(func=None, **options):
+    """``numba.njit``; with ``cache=True`` the dispatcher's cache loads with
+    :class:`_LoadOnlyCache` (a warm run does not set up numba's compiler). Used bare (``@njit``) or
+    with options."""
+    if func is None:
+        return lambda f: njit(f, **options)
+    dispatcher = numba.njit(**options)(func)
+    cache = getattr(dispatcher, "_cache", None)
+    if type(cache) is FunctionCache:
+        cache.__class__ = _LoadOnlyCache
+    return dispatcher
 
 
 class _LinkOnlyLibrary(_codegen.JITCodeLibrary):

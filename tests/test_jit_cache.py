@@ -128,3 +128,50 @@ print(linked.entry(np.arange(5.0)), sorted(compiled))
     # sum_twice's module holds twice's code, linked in
     defined = {f.name for f in sum_cres.library._final_module.functions if not f.is_declaration}
     assert twice_cres.fndesc.llvm_func_name in defined
+
+
+# ------------------------------------------------------- loading without numba's compiler (teg.jit.njit)
+
+LOADED = """
+import numpy as np
+
+from teg.jit import njit
+
+
+@njit(cache=True)
+def scaled(a, k):
+    out = np.empty(a.shape[0])          # numba's runtime allocates: the loaded code needs the NRT
+    for i in range(a.shape[0]):
+        out[i] = a[i] * k
+    return out
+
+
+@njit(cache=True)
+def text_hash(s):
+    return hash(s)                      # the hash secret's symbols (numba.cpython.hashing)
+"""
+
+
+def test_cached_functions_load_without_refreshing_numbas_registries(tmp_path):
+    """A warm run of a teg.jit.njit(cache=True) function loads its machine code without numba's
+    ``target_context.refresh()`` (which imports every lowering registry numba has, numba.np.arraymath
+    and through it scipy.linalg among them), computes the same as the cold run, and a string hash
+    (code that refers to the hash secret numba.cpython.hashing registers) matches Python's."""
+    folder = tmp_path / "loaded"
+    folder.mkdir()
+    (folder / "loaded.py").write_text(LOADED)
+    probe = """
+import sys
+import numpy as np
+import loaded
+r = loaded.scaled(np.arange(4.0), 2.5)
+h = loaded.text_hash("teg") == hash("teg")
+hits = sum(loaded.scaled.stats.cache_hits.values()) + sum(loaded.text_hash.stats.cache_hits.values())
+print(r.tolist(), h, hits, "numba.np.arraymath" in sys.modules, "numba.np.random.legacy" in sys.modules)
+"""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(folder), str(ROOT)]),
+               NUMBA_CACHE_DIR=str(folder / "cache"))
+    run = lambda: subprocess.run([sys.executable, "-c", probe], env=env, cwd=folder, capture_output=True,
+                                 text=True, check=True).stdout.strip()
+    assert run() == "[0.0, 2.5, 5.0, 7.5] True 0 True True"        # cold: compiled (numba refreshed its context)
+    assert run() == "[0.0, 2.5, 5.0, 7.5] True 2 False False"      # warm: both loaded, no registry imported

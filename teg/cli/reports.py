@@ -77,7 +77,7 @@ class EstimateReports:
     views: tuple = ()
     as_json: bool = False
     timeline_path: str | None = None
-    window: object = None
+    window: object = None           # the timeline's cycles (teg.report.timeline.Window), with a timeline only
     plot_path: str | None = None
     force: bool = False
 
@@ -85,13 +85,15 @@ class EstimateReports:
     def from_cli(cls, views: str, as_json: bool, timeline_path, timeline_cycles, plot_path,
                  force: bool = False) -> "EstimateReports":
         from teg.report.instructions import parse_views
-        from teg.report.timeline import Window, check_timeline_target
         from teg.report.views import ALL_VIEWS, estimate_views
 
         if timeline_cycles and not timeline_path:
             raise click.UsageError("--timeline-cycles bounds the --timeline: give --timeline FILE.json too")
-        window = Window.parse(timeline_cycles)
+        window = None
         if timeline_path:
+            from teg.report.timeline import Window, check_timeline_target
+
+            window = Window.parse(timeline_cycles)
             check_timeline_target(timeline_path, force)
         check_plot(plot_path, force)
         names = parse_views(views)

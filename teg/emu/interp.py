@@ -29,12 +29,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 
 from teg.emu import ops as O
 from teg.emu.numerics import (M32, adjust_f64, bits_of_f32, bits_of_f32_as, bits_of_f64, f2h, f2i, f32_bits_as, f32_of,
                               f64_of, fma, fma32,
                               fma_f32_bits, ftz32, h2f, round_f32_bits, round_int, s32)
+from teg.jit import njit
 
 FULL = 0xFFFFFFFF
 

@@ -18,10 +18,10 @@ import struct
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
 from teg.emu import ops as O
 from teg.emu.errors import UnsupportedInstruction
+from teg.jit import njit
 from teg.sass.program import Instruction, Operand, Program
 from teg.sass.registers import P_BASE, R_BASE, UP_BASE, UR_BASE
 

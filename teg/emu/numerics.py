@@ -12,9 +12,10 @@ import math
 
 import numpy as np
 from llvmlite import ir
-from numba import njit
 from numba.core import types
 from numba.extending import intrinsic
+
+from teg.jit import njit
 
 M32 = 0xFFFFFFFF
 F32_MIN_NORMAL = 1.1754943508222875e-38

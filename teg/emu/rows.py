@@ -10,7 +10,8 @@ so the worker threads of a launch expand their own blocks' rows.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from teg.jit import njit
 
 
 @njit(cache=True, nogil=True)

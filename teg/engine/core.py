@@ -54,7 +54,6 @@ import math
 from collections import namedtuple
 
 import numpy as np
-from numba import njit
 
 from teg.engine import fetch, jitlib, memsys, records, schedulers, scoreboard, state, static as static_tables
 from teg.engine.codes import (BANK_CONFLICT, C_EVALS, C_INSTR, C_SH_ACC, C_SH_WAVE, C_SH_WMIN, C_STEPS, ISSUE,
@@ -78,7 +77,7 @@ from teg.engine.static import (FW, SF_FREE, SF_LAT, SF_MEMLAT, SF_OCC, SF_RBAR, 
                                X_DST, X_FAST, X_GMEM, X_MEM, X_NWAW, X_SRC, X_STORE, X_YIELD, XW, Static, kernel_uses,
                                pack_static, table_sizes)
 from teg import jit
-from teg.jit import stamp_sources
+from teg.jit import njit, stamp_sources
 from teg.memory import cache as cache_model, channels
 
 # Software prefetch of the trace's per-row arrays: a warp reads its rows in order, but 64 warps

@@ -50,7 +50,12 @@ def fetch_checks(s_iline, r_sidx, c_start, c_end, on):
     whose fetch it has waited for, so the loop checks nothing there."""
     n = s_iline.shape[0]
     chk = np.zeros(n, np.int64)
-    if not on or n == 0 or s_iline.max() < 0:
+    lines = False           # some instruction has a line (a loop, not s_iline.max(): numba's max is
+    for s in range(n):      # numba.np.arraymath's, which a warm run would import, and scipy with it)
+        if s_iline[s] >= 0:
+            lines = True
+            break
+    if not on or not lines:
         return chk          # fetch switched off or not modelled: nothing to check
     for s in range(n):
         if s_iline[s] >= 0 and (s == 0 or s_iline[s - 1] != s_iline[s]):

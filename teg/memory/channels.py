@@ -21,7 +21,8 @@ NVIDIA does not publish the real hash; the table chooses one of these (a fitted 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from teg.jit import njit
 
 # Irreducible polynomials over GF(2) by degree (bit i = coefficient of x^i): x+1, x^2+x+1,
 # x^3+x+1, x^4+x+1, x^5+x^2+1, x^6+x+1, x^7+x+1, x^8+x^4+x^3+x^2+1, x^9+x^4+1, x^10+x^3+1,

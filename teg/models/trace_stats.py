@@ -14,8 +14,8 @@ Each function is one counting rule of the analytical papers, applied to the trac
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from teg.jit import njit
 from teg.memory.cache import cache_access, cache_geometry, cache_new, cache_shape
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from teg.trace.accelsim import accelsim_files, convert_accelsim, write_accelsim
 from teg.trace.errors import (KernelNotFoundError, TraceFormatError, TraceMismatchError, TraceOutputError,
                               TraceUnsupportedError)
 from teg.trace.join import join, opcodes_agree
@@ -25,6 +24,15 @@ from teg.trace.native import FORMAT_VERSION, is_native, load_native, save
 __all__ = ["KernelInfo", "KernelNotFoundError", "KernelTrace", "Trace", "TraceFormatError", "TraceMismatchError",
            "TraceUnsupportedError", "TraceOutputError", "load", "load_native", "save", "write_accelsim", "convert", "join", "opcodes_agree",
            "is_native", "cache_dir", "FORMAT_VERSION"]
+
+
+def write_accelsim(trace: Trace, out_dir: str | os.PathLike, force: bool = False) -> Path:
+    """Write ``trace`` as Accel-Sim text (:func:`teg.trace.accelsim.write_accelsim`; imported
+    here when called: the Accel-Sim reader and writer, with their jitted scanner and formatter,
+    are no part of loading a native trace)."""
+    from teg.trace.accelsim import write_accelsim as write
+
+    return write(trace, out_dir, force=force)
 
 
 def cache_dir() -> Path:
@@ -50,12 +58,13 @@ def load(path: str | os.PathLike, cache: str | os.PathLike | bool | None = None,
     """Load a trace. Native traces are memory-mapped; Accel-Sim text is converted once into the
     trace cache (:mod:`teg.trace.cache`). ``cache``: None → the configured folder; a path → that
     folder; False → convert into a temporary folder, removed once the columns are mapped."""
-    from teg.trace import cache as trace_cache
-
     p = Path(path)
     check_input(p)
     if is_native(p):
         return load_native(p)
+    from teg.trace import cache as trace_cache
+    from teg.trace.accelsim import accelsim_files
+
     files, _, listing = accelsim_files(p)
     if cache is False:
         return trace_cache.load_temporary(p, progress)
@@ -72,4 +81,6 @@ def convert(src: str | os.PathLike, out: str | os.PathLike, progress: bool = Fal
         if str(out).endswith(".npz"):
             return save(load_native(s), out, force=force)
         return write_accelsim(load_native(s), out, force=force)
+    from teg.trace.accelsim import convert_accelsim
+
     return convert_accelsim(s, out, progress=progress, force=force)

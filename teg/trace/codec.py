@@ -47,7 +47,8 @@ import struct
 import zlib
 
 import numpy as np
-from numba import njit
+
+from teg.jit import njit
 
 FRAME_MAGIC = b"TGF2"
 FRAME_ROWS = 1 << 16           # rows per frame: a frame's decoded columns stay ~20 MB

@@ -5,7 +5,8 @@ and without temporaries the size of the result."""
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from teg.jit import njit
 
 
 def gather(start: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray | slice]:

@@ -11,8 +11,8 @@ was taken from a different binary.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from teg.jit import njit
 from teg.sass.program import Program
 from teg.trace.errors import TraceMismatchError
 from teg.trace.model import KernelTrace

@@ -23,7 +23,8 @@ byte by byte against a pool), so the per-row opcode column is an integer id.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from teg.jit import njit
 
 # ---- state slots -------------------------------------------------------------------------------
 S_LINE = 0          # 1-based number of the line about to be read

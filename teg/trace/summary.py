@@ -16,9 +16,9 @@ Definitions:
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from teg import TegError
+from teg.jit import njit
 from teg.trace.model import KernelTrace
 
 SECTOR_BYTES = 32

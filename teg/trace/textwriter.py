@@ -18,7 +18,8 @@ no active lane), otherwise mode 2 with one delta per further active lane.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from teg.jit import njit
 
 ROW_ROOM = 2048          # bytes reserved per row besides its opcode text
 MAX_SRC = 4              # sources per row Accel-Sim's trace parser accepts (trace_parser.h MAX_SRC)
