@@ -20,7 +20,8 @@ L2 = (64, 4, 128, 32, 100.0)    # 64 sets x 4 ways x 128 B lines, 32 B sectors, 
 DRAM_LAT = 300.0                # the row-miss latency
 MISS = 40.0                     # tRP + tRCD in core cycles: a row hit takes 260
 # 2 banks of 1 KB rows, 256 B interleave; on one channel the channel-local address is the address:
-# bank = (addr // 1024) % 2, row = addr // 2048
+# page p = addr // 1024 is row p // 2 of bank fold(p) = the parity of p's bits (pages 0, 3: bank 0;
+# pages 1, 2: bank 1)
 ROWS = (2, 1024, MISS, 256)
 
 
@@ -42,7 +43,8 @@ def test_two_loads_to_one_row_hit_the_second_time():
     assert r.cycles == DRAM_LAT + (DRAM_LAT - MISS) == 560
 
 
-@pytest.mark.parametrize("b,why", [(2048, "same bank, another row"), (1024, "the other bank, no row open")])
+@pytest.mark.parametrize("b,why", [(3072, "page 3: bank 0, row 1"), (1024, "page 1: bank 1, no row open"),
+                                   (2048, "page 2: bank 1, no row open")])
 def test_two_loads_to_two_rows_both_miss(b, why):
     """The second load goes to another row: a row miss again, 300 + 300 = 600 (the pointer
     chase's latency per load, the table's dram_latency)."""
@@ -53,32 +55,34 @@ def test_switch_off_makes_every_access_a_row_hit_and_never_adds_cycles():
     """``dram_row_misses`` off: both loads take the hit latency, 2 x 260 = 520, whatever rows they
     open; on, 560 (one row) or 600 (two rows); without row buffers in the table, the row-miss
     latency throughout (600)."""
-    for b in (128, 1024, 2048):
+    for b in (128, 1024, 3072):
         inp = chase(0, b)
         off = run(with_switches(inp, dram_row_misses=False))
         assert off.cycles == 2 * (DRAM_LAT - MISS) == 520
         assert off.cycles <= run(inp).cycles
     assert run(chase(0, 128, rows=None)).cycles == 600
-    by = {r.mechanism: r for r in whatif(chase(0, 2048))}
+    by = {r.mechanism: r for r in whatif(chase(0, 3072))}
     assert by["dram_row_misses"].cycles == 520 and by["dram_row_misses"].saved == 80
 
 
-def test_a_dram_write_to_another_row_closes_the_readers_row():
+@pytest.mark.parametrize("x,end", [(3072, 364), (1024, 324), (2048, 324)])
+def test_a_dram_write_to_another_row_of_the_bank_closes_the_readers_row(x, end):
     """R(0), W(x), R(128) issued at cycles 0, 1, 2, independent, all missing the L2, on one channel
     (32 cycles a sector, FIFO): R(0) 0-32 opens bank 0 row 0 (data 300); the write (a DRAM write:
-    it missed the L2) is served 32-64 and opens its row; R(128) is served from 64. With x = 2048
-    (bank 0, row 1) the write closed row 0: R(128) misses, data at 64 + 300 = 364, the kernel's
-    end. With x = 1024 (bank 1) row 0 stays open: a hit, 64 + 260 = 324 (the write's L2 ack at
-    max(1 + 100, 32) = 101 is earlier)."""
+    it missed the L2) is served 32-64 and opens its row; R(128) is served from 64. With x = 3072
+    (page 3: bank 0, row 1) the write closed row 0: R(128) misses, data at 64 + 300 = 364, the
+    kernel's end. With x = 1024 (page 1: bank 1) row 0 stays open: a hit, 64 + 260 = 324 (the
+    write's L2 ack at max(1 + 100, 32) = 101 is earlier); so with x = 2048 (page 2, two banks' rows
+    further: the same bank in a linear layout, bank 1 in the folded one)."""
     def inp(x):
         return make_input(lat_exec=[0] * 3, lat_multi=[1] * 3, lat_same=[1] * 3, dst=[[10], [], [11]],
                           src=[[], [7], []], mem=[MEM_GLOBAL] * 3, store=[0, 2, 0], depcause=[DEP_GLOBAL] * 3,
                           rows_per_warp=[[0, 1, 2]], warps_per_block=1,
                           tx=[[(0, 32, 0)], [(x, 32, 0)], [(128, 32, 0)]], sms=1, resident=1, deal=True,
                           dram_latency=DRAM_LAT, channels=1, service_per_byte=1.0, l2=L2, dram_rows=ROWS)
-    assert run(inp(2048)).timeline.tolist() == [0, 1, 2]
-    assert run(inp(2048)).cycles == 64 + DRAM_LAT == 364
-    assert run(inp(1024)).cycles == 64 + DRAM_LAT - MISS == 324
+    r = run(inp(x))
+    assert r.timeline.tolist() == [0, 1, 2]
+    assert r.cycles == end == 64 + DRAM_LAT - (0 if x == 3072 else MISS)
 
 
 def test_the_channel_local_address_skips_the_other_channels_granules():

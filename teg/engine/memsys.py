@@ -226,13 +226,20 @@ def row_miss(mem, rc, ch, addr):
     """DRAM row buffers (docs/model.md §3, "Row buffers"): the cycles a DRAM access to byte ``addr``
     on channel ``ch`` adds for a row miss — ``rc.miss`` when its bank's open row is another one
     (or none), 0 on a row hit or with the ``dram_row_misses`` switch off — and the row it leaves
-    open. The channel-local address (the channel's interleave granules in order) is laid out row
-    by row: ``row_bytes`` in one bank, the next ``row_bytes`` in the next bank. The open rows
-    evolve alike with the switch on or off."""
+    open. The channel-local address (the channel's interleave granules in order) is cut into pages
+    of ``row_bytes``; page ``p`` is row ``p // banks`` of bank ``fold(p)``, the XOR of its
+    ``banks``-sized digits (a permutation-based bank interleave: consecutive pages of one row go
+    to distinct banks, and pages a power-of-two distance apart — two arrays' same elements — do
+    not all alias one bank). The open rows evolve alike with the switch on or off."""
     loc = (addr // rc.span) * rc.inter + addr % rc.inter
     page = loc // rc.row_bytes
-    bank = page % rc.banks
     row = page // rc.banks
+    bank = 0
+    x = page
+    while x > 0:
+        bank ^= x % rc.banks
+        x //= rc.banks
+    bank %= rc.banks
     hit = mem.open_row[ch, bank] == row
     mem.open_row[ch, bank] = row
     if hit or not rc.on:
