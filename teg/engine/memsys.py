@@ -346,7 +346,11 @@ def global_access(mem, mc, rows, counters, tx_rec, t, row, sm, pp, store, depcau
                 wrow = l2_row if near_hit else h_row
                 l2_dirty[wrow, 0] |= 1 << ((addr >> l2_shape[3]) & (l2_shape[5] - 1))
         if j >= k0 + ntx:
-            continue        # perfect coalescing: surplus transactions cost nothing
+            # perfect coalescing: surplus transactions cost nothing, but the DRAM rows they would
+            # open evolve as with coalescing modelled (as the caches do)
+            if mc.dram.rows.has and not l1_hit and not (has_l2 and l2_hit):
+                row_miss(mem, mc.dram.rows, nonneg(tx_chan[j]), addr)
+            continue
         nb = float(tx_bytes[j]) if sw_coal else nb_each
         if has_l1 and not is_store:
             if l1_hit or not sw_l1:
