@@ -27,7 +27,7 @@ def make_input(*, lat_exec, lat_multi, lat_same, unit=None, dst=None, src=None, 
                l2_slices=0,
                l2_slice_bytes_per_clk=0.0, mshr_lines=0, iline=None, fetch_prefetch=0, cline=None,
                hashed=(False, False), tlb=None, store_cycles_per_sector=0.0, l2_request_cycles=0.0,
-               turnaround=None, setup=None) -> EngineInput:
+               turnaround=None, dram_rows=None, setup=None) -> EngineInput:
     """Build an :class:`EngineInput` by hand (tests, synthetic experiments).
 
     ``lat_*``, ``unit``, ``dst``/``src`` (lists of register-id lists) … describe the static
@@ -50,7 +50,9 @@ def make_input(*, lat_exec, lat_multi, lat_same, unit=None, dst=None, src=None, 
     ``l2_request_cycles``: the cycles the L1 pipeline (the SM-shared unit of the row) spends on each
     request it sends to L2, one per cache line (``l1[2]`` bytes; default 0: free).
     ``turnaround`` = (write batch bytes, read-to-write cycles, write-to-read cycles): DRAM read/write
-    turnaround (default: none).
+    turnaround (default: none). ``dram_rows`` = (banks per channel, row bytes, row-miss cycles,
+    channel interleave bytes): the DRAM banks' open rows (default: none; ``dram_latency`` is then
+    the row-miss latency).
     ``switches`` maps mechanism names of :class:`teg.engine.Options` to booleans. ``ctrl`` holds
     per-static lists of control-code fields (``ctrl`` present, ``stall``, ``yield``, ``wbar``,
     ``rbar``, ``wait``), ``depbar`` / ``depbar_n`` (``DEPBAR.LE SBb, N``) and ``async`` (1 = cp.async
@@ -109,6 +111,8 @@ def make_input(*, lat_exec, lat_multi, lat_same, unit=None, dst=None, src=None, 
         **(tlb_scalars(*tlb) if tlb is not None else {}),
         **(dict(zip(("dram_write_batch", "dram_rtw_cycles", "dram_wtr_cycles"), turnaround))
            if turnaround is not None else {}),
+        **(dict(zip(("dram_banks", "dram_row_bytes", "dram_row_miss_cycles", "dram_interleave"), dram_rows))
+           if dram_rows is not None else {}),
         **(switches or {}))
     ctrl = ctrl or {}
     static = StaticTable(

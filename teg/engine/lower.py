@@ -636,6 +636,11 @@ def lower(program, kernel_trace, machine: Machine, options: Options | None = Non
         sc.update(dram_write_batch=t.write_batch_bytes,
                   dram_rtw_cycles=t.read_to_write_ns * machine.clock_mhz / 1e3 / share,
                   dram_wtr_cycles=t.write_to_read_ns * machine.clock_mhz / 1e3 / share)
+    if gm.dram_rows is not None:
+        # a latency, not a rate: the same in core cycles for sampled SMs
+        r = gm.dram_rows
+        sc.update(dram_banks=r.banks, dram_row_bytes=r.row_bytes, dram_interleave=gm.interleave_bytes,
+                  dram_row_miss_cycles=r.row_miss_ns * machine.clock_mhz / 1e3)
     sc = scalars(**sc, mshr_lines=gm.l1_mshr_lines or 0, fetch_prefetch=_prefetch_lines(machine),
                  channels=gm.channels, sms_per_pipeline=max(1, min(gm.sms_per_pipeline, busy)),
                  pipe_slots=int(gm.max_outstanding), dram_latency=gm.dram_latency,

@@ -26,7 +26,7 @@ MemConfig = namedtuple("MemConfig", ("sw_coal", "sw_l1", "sw_l2", "sw_bw", "sw_s
                                      "l2_shape", "channels", "n_parts", "part_bytes", "n_slices", "slices_pp",
                                      "slices_pc", "slice_line", "slice_spb", "miss", "spp", "pipe_slots",
                                      "pipe_limited", "l1_lat", "l2_lat", "l2_far_lat", "dram_lat", "spb", "record",
-                                     "tlb", "store_cps", "turn"))
+                                     "tlb", "store_cps", "dram"))
 # address translation: whether the machine has it, its switch, the two TLB levels' geometries (teg.memory.cache.cache_shape) and
 # the cycles an L2 TLB hit and a page walk add; store_cps: the cycles a global write holds its SM's
 # store path per sector (0: not modelled, or the store_path switch off)
@@ -38,6 +38,12 @@ MissStage = namedtuple("MissStage", ("mshr", "line", "req_cyc"))
 # the bytes of writes per drained batch, the data-bus bubbles of a read->write and a write->read
 # switch in core cycles
 TurnConfig = namedtuple("TurnConfig", ("has", "on", "batch", "rtw", "wtr"))
+# DRAM row buffers: modelled (the table has them), row misses charged (the dram_row_misses switch),
+# banks per channel, bytes per bank row, the cycles a row miss adds to a hit, the channel interleave
+# and the bytes one interleave round covers (interleave x channels)
+RowConfig = namedtuple("RowConfig", ("has", "on", "banks", "row_bytes", "miss", "inter", "span"))
+# the DRAM timing beyond latency and bandwidth: read/write turnaround and row buffers
+DramConfig = namedtuple("DramConfig", ("turn", "rows"))
 
 
 # Its state (built by new_memory): the memory pipelines' slot heaps and slots per pipeline, the DRAM
@@ -45,10 +51,11 @@ TurnConfig = namedtuple("TurnConfig", ("has", "on", "batch", "rtw", "wtr"))
 # the write bytes it has buffered while serving reads, the L1s and L2 partitions with their lines' ready
 # times (and the L2 lines' written sectors), each SM's near L2 partition, the L2 slices' free
 # times, the two TLB levels, each memory pipeline's store path free time (one SM per pipeline
-# on the machines that model it), and each DRAM channel's bus direction and buffered write bytes.
+# on the machines that model it), and each DRAM channel's bus direction and buffered write bytes,
+# and each DRAM bank's open row (-1: none yet).
 Memory = namedtuple("Memory", ("heap", "pipe_n", "chan_free", "chan_scale", "chan_dir", "chan_wbuf", "l1_state", "l1_ready", "l2_state",
                                "l2_ready", "l2_dirty", "sm_part", "slice_free", "tlb1_state", "tlb1_ready",
-                               "tlb2_state", "tlb2_ready", "wport"))
+                               "tlb2_state", "tlb2_ready", "wport", "open_row"))
 
 
 @helper
@@ -82,6 +89,10 @@ def mem_config(sc):
     has_turn = sc.dram_write_batch > 0.0
     turn_on = sc.dram_turnaround and sc.bandwidth
     turn = TurnConfig(has_turn, turn_on, sc.dram_write_batch, sc.dram_rtw_cycles, sc.dram_wtr_cycles)
+    has_rows = sc.dram_banks > 0 and sc.dram_row_bytes > 0 and sc.dram_interleave > 0
+    rows = RowConfig(has_rows, sc.dram_row_misses, max(sc.dram_banks, 1), max(sc.dram_row_bytes, 1),
+                     sc.dram_row_miss_cycles, max(sc.dram_interleave, 1),
+                     max(sc.dram_interleave, 1) * max(sc.channels, 1))
     return MemConfig(
         sc.coalescing, sc.l1_misses, sc.l2_misses, sc.bandwidth, sc.channel_skew,
         l1_sets > 0, l2_sets > 0,
@@ -95,7 +106,7 @@ def mem_config(sc):
         miss,
         max(sc.sms_per_pipeline, 1) if mshr == 0 else 1, pipe_slots, pipe_slots > 0,
         sc.l1_latency, sc.l2_latency, sc.l2_far_latency, sc.dram_latency, sc.dram_cycles_per_byte,
-        (sc.records & REC_ROWS) != 0, tlb, store_cps, turn)
+        (sc.records & REC_ROWS) != 0, tlb, store_cps, DramConfig(turn, rows))
 
 
 def _empty_caches(caches, shape):
@@ -144,8 +155,10 @@ def new_memory(mc, n_sms, tx_chan, sm_part_in):
     tlb2_state = _empty_caches(1, mc.tlb.l2_shape)
     tlb2_ready = np.zeros(tlb2_state.shape, np.float64)
     wport = np.zeros(n_pipes, np.float64)
+    rc = mc.dram.rows
+    open_row = np.full((channels, rc.banks if rc.has else 1), -1, np.int64)
     return Memory(heap, pipe_n, chan_free, chan_scale, chan_dir, chan_wbuf, l1_state, l1_ready, l2_state, l2_ready, l2_dirty, sm_part,
-                  slice_free, tlb1_state, tlb1_ready, tlb2_state, tlb2_ready, wport)
+                  slice_free, tlb1_state, tlb1_ready, tlb2_state, tlb2_ready, wport, open_row)
 
 
 @cold
@@ -213,6 +226,32 @@ def turnaround(mem, tc, ch, nbytes, write):
         return 0.0
     mem.chan_dir[ch] = 0
     return tc.wtr if tc.on else 0.0
+
+
+@hot
+def row_miss(mem, rc, ch, addr):
+    """DRAM row buffers (docs/model.md §3, "Row buffers"): the cycles a DRAM access to byte ``addr``
+    on channel ``ch`` adds for a row miss — ``rc.miss`` when its bank's open row is another one
+    (or none), 0 on a row hit or with the ``dram_row_misses`` switch off — and the row it leaves
+    open. The channel-local address (the channel's interleave granules in order) is cut into pages
+    of ``row_bytes``; page ``p`` is row ``p // banks`` of bank ``fold(p)``, the XOR of its
+    ``banks``-sized digits (a permutation-based bank interleave: consecutive pages of one row go
+    to distinct banks, and pages a power-of-two distance apart — two arrays' same elements — do
+    not all alias one bank). The open rows evolve alike with the switch on or off."""
+    loc = (addr // rc.span) * rc.inter + addr % rc.inter
+    page = loc // rc.row_bytes
+    row = page // rc.banks
+    bank = 0
+    x = page
+    while x > 0:
+        bank ^= x % rc.banks
+        x //= rc.banks
+    bank %= rc.banks
+    hit = mem.open_row[ch, bank] == row
+    mem.open_row[ch, bank] = row
+    if hit or not rc.on:
+        return 0.0
+    return rc.miss
 
 
 @hot
@@ -314,7 +353,11 @@ def global_access(mem, mc, rows, counters, tx_rec, t, row, sm, pp, store, depcau
                 wrow = l2_row if near_hit else h_row
                 l2_dirty[wrow, 0] |= 1 << ((addr >> l2_shape[3]) & (l2_shape[5] - 1))
         if j >= k0 + ntx:
-            continue        # perfect coalescing: surplus transactions cost nothing
+            # perfect coalescing: surplus transactions cost nothing, but the DRAM rows they would
+            # open evolve as with coalescing modelled (as the caches do)
+            if mc.dram.rows.has and not l1_hit and not (has_l2 and l2_hit):
+                row_miss(mem, mc.dram.rows, nonneg(tx_chan[j]), addr)
+            continue
         nb = float(tx_bytes[j]) if sw_coal else nb_each
         if has_l1 and not is_store:
             if l1_hit or not sw_l1:
@@ -409,9 +452,14 @@ def global_access(mem, mc, rows, counters, tx_rec, t, row, sm, pp, store, depcau
             ch = nonneg(tx_chan[j])
             s0 = s_req
             free = chan_free[ch]
-            if mc.turn.has:
+            if mc.dram.turn.has:
                 # a write past the L2 is a DRAM write; every other DRAM trip reads
-                free += turnaround(mem, mc.turn, ch, nb, is_write and has_l2)
+                free += turnaround(mem, mc.dram.turn, ch, nb, is_write and has_l2)
+            # a row miss adds precharge + activate to a row hit (dram_lat is the row-miss latency);
+            # a write opens its row too, but its acknowledgement comes from the L2
+            row_cut = 0.0
+            if mc.dram.rows.has:
+                row_cut = mc.dram.rows.miss - row_miss(mem, mc.dram.rows, ch, addr)
             if free > s0:
                 s0 = free
                 qc = CHANNEL_QUEUE if s0 - s_req >= s_req - t else qc
@@ -429,9 +477,9 @@ def global_access(mem, mc, rows, counters, tx_rec, t, row, sm, pp, store, depcau
                     wb += evicted & 1
                     evicted >>= 1
                 wb_bytes = wb * (1 << l2_shape[3])
-                if mc.turn.has:
+                if mc.dram.turn.has:
                     # the write-back is a write: it may fill the channel's batch (the bus turns)
-                    chan_free[ch] += turnaround(mem, mc.turn, ch, float(wb_bytes), True)
+                    chan_free[ch] += turnaround(mem, mc.dram.turn, ch, float(wb_bytes), True)
                 if sw_bw:
                     chan_free[ch] += wb_bytes * spb * chan_scale[ch]
                 counters[C_DRAM_B] += np.int64(wb_bytes)
@@ -443,7 +491,7 @@ def global_access(mem, mc, rows, counters, tx_rec, t, row, sm, pp, store, depcau
                     d = s0
             else:
                 # a far home partition adds its extra crossbar latency to the DRAM trip
-                d = s0 + dram_lat + (l2_far_lat - l2_lat if far else 0.0)
+                d = s0 + dram_lat - row_cut + (l2_far_lat - l2_lat if far else 0.0)
             counters[C_DRAM] += 1
             counters[C_DRAM_B] += np.int64(nb)
             counters[C_CHW] += np.int64(s0 - s_req)

@@ -36,6 +36,7 @@ MECHANISMS: dict[str, str] = {
     "tlb": "perfect TLB",
     "store_path": "unlimited store path",
     "dram_turnaround": "no DRAM read/write turnaround",
+    "dram_row_misses": "every DRAM access a row hit",
 }
 
 
@@ -92,6 +93,10 @@ class Options:
       turns the channel's data bus from reads to writes and the next read turns it back, each
       turn idling the bus for the table's ``memory.dram_turnaround`` times (off: direction switches
       are free; no effect on machine tables without it).
+    * ``dram_row_misses`` — each DRAM bank keeps its last row open (``memory.dram_rows``): an
+      access to another row pays the table's ``row_miss_ns`` (precharge + activate) on top of a
+      row hit's latency, which is ``dram_latency`` less that (off: every DRAM access is a row hit;
+      no effect on machine tables without it).
 
     Configuration: ``policy`` (``lrr`` loose round-robin, ``gto`` greedy-then-oldest),
     ``dependency_model`` (``auto`` = the machine table's default when the SASS carries control
@@ -131,6 +136,7 @@ class Options:
     tlb: bool = True
     store_path: bool = True
     dram_turnaround: bool = True
+    dram_row_misses: bool = True
     policy: str = "gto"
     dependency_model: str = "auto"
     sms: int | None = None

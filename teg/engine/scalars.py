@@ -78,6 +78,11 @@ SCALARS: tuple[tuple[str, str, object, str], ...] = (
                                      "(0: read/write turnaround not modelled)"),
     ("dram_rtw_cycles", FLOAT, 0.0, "cycles a channel's data bus idles turning from reads to writes"),
     ("dram_wtr_cycles", FLOAT, 0.0, "cycles a channel's data bus idles turning from writes to reads"),
+    ("dram_banks", INT, 0, "banks per DRAM channel, each with one open row (0: row buffers not modelled)"),
+    ("dram_row_bytes", INT, 0, "bytes of one DRAM bank's row (channel-local addresses)"),
+    ("dram_row_miss_cycles", FLOAT, 0.0, "cycles a DRAM row miss adds to a row hit (tRP + tRCD); "
+                                         "dram_latency is the row-miss latency"),
+    ("dram_interleave", INT, 0, "DRAM channel interleave in bytes (the channel-local address's granule)"),
     # instruction fetch (docs/model.md §2)
     ("fetch_prefetch", INT, 0, "instruction-cache lines fetched beyond a missing one"),
     # what the run records (teg.engine.records)

@@ -27,7 +27,7 @@ import yaml
 from teg import TegError
 from teg.machine import generated, schema
 from teg.machine.formulas import c_mem_from, c_mem_slots
-from teg.machine.model import (MAX_SECTORS_PER_LINE, Cache, DramTurnaround, GlobalMemory, Latency, Limits, Machine,
+from teg.machine.model import (MAX_SECTORS_PER_LINE, Cache, DramRows, DramTurnaround, GlobalMemory, Latency, Limits, Machine,
                                OpInfo, SharedMemory, Tlb, Unit)
 from teg.resources import isa_tables_dir
 from teg.textfile import TextFileError, read_text
@@ -437,6 +437,10 @@ def _build_memory(m: dict, num_sms: int, warp_size: int, clock_mhz: float) -> Gl
         opt["dram_turnaround"] = DramTurnaround(read_to_write_ns=float(_v(t["read_to_write_ns"])),
                                                 write_to_read_ns=float(_v(t["write_to_read_ns"])),
                                                 write_batch_bytes=int(_v(t["write_batch_bytes"])))
+    if m.get("dram_rows") is not None:
+        r = m["dram_rows"]
+        opt["dram_rows"] = DramRows(banks=int(_v(r["banks"])), row_bytes=int(_v(r["row_bytes"])),
+                                    row_miss_ns=float(_v(r["row_miss_ns"])))
     return GlobalMemory(
         coalescing=m["coalescing"], segment_bytes=tuple(int(x) for x in _v(m["segment_bytes"])),
         dram_latency=float(_v(m["dram_latency"])), channels=int(_v(m["channels"])),

@@ -120,6 +120,18 @@ class DramTurnaround:
 
 
 @dataclass(frozen=True)
+class DramRows:
+    """DRAM row buffers (docs/model.md §3, "Row buffers"): each DRAM channel has ``banks`` banks,
+    each keeping its last row of ``row_bytes`` (channel-local bytes) open; an access to another
+    row than its bank's open one pays ``row_miss_ns`` more (precharge + activate, tRP + tRCD) than
+    a row hit. The table's ``dram_latency`` is the row-miss latency (a pointer chase's)."""
+
+    banks: int                  # banks per channel
+    row_bytes: int              # bytes of one row (page) of one bank, channel-local addresses
+    row_miss_ns: float          # tRP + tRCD: what a row miss adds to a row hit
+
+
+@dataclass(frozen=True)
 class SharedMemory:
     """Shared-memory banking (TEG §3.3.3; CUDA C++ Programming Guide, shared memory of
     compute capability 5.x and later: 32 banks of 4 bytes)."""
@@ -164,6 +176,7 @@ class GlobalMemory:
     icache_prefetch_lines: int | None = None  # lines the sequential prefetch runs ahead (None: derived)
     tlb: Tlb | None = None              # address translation (None: not modelled)
     dram_turnaround: DramTurnaround | None = None  # read/write turnaround (None: not modelled)
+    dram_rows: DramRows | None = None   # open-row buffers of the DRAM banks (None: not modelled)
     l1_caches_global_loads: bool = True  # False: plain global/generic loads are L2-only and only
                                          # loads that ask for L1 (.CI/.CONSTANT = .nc, .CA) use it
                                          # (Maxwell/Pascal; teg.memory.cachepolicy.bypasses_l1)

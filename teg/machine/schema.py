@@ -301,6 +301,14 @@ DRAM_TURNAROUND = Section({
     "write_batch_bytes": Num(integer=True, positive=True, maximum=GIB),
 }, required=False, nullable=True)
 
+# DRAM row buffers (docs/model.md §3): each channel's banks keep their last row open; a row miss
+# costs the precharge and activation a row hit skips
+DRAM_ROWS = Section({
+    "banks": Num(integer=True, positive=True, maximum=1024),
+    "row_bytes": Num(integer=True, positive=True, maximum=GIB),
+    "row_miss_ns": Num(positive=True),
+}, required=False, nullable=True)
+
 OPCLASS_FIELDS = {
     "unit": Str(),
     "latency": Str(),
@@ -398,6 +406,7 @@ TABLE = Section({
         "icache_prefetch_lines": Num(integer=True, required=False, maximum=1024),
         "tlb": TLB,
         "dram_turnaround": DRAM_TURNAROUND,
+        "dram_rows": DRAM_ROWS,
     }),
     "opcodes": Section({
         "classes": MapOf(Section(dict(OPCLASS_FIELDS)), key_pattern=NAME, min_items=1),
