@@ -167,9 +167,7 @@ def tlb_fill(mem, mc, t, addr):
     L2 TLB's latency on an L2 TLB hit (no earlier than that entry's own walk, if it is still under
     way), else after a page walk, whose result the L2 TLB then holds."""
     tc = mc.tlb
-    # cache 0 as an int64, not the literal 0: numba would compile cache_access_timed (and cache_row)
-    # once more for a Literal[int](0) argument
-    hit, row, ready = cache_access_timed(mem.tlb2_state, mem.tlb2_ready, np.int64(0), tc.l2_shape, addr)
+    hit, row, ready = cache_access_timed(mem.tlb2_state, mem.tlb2_ready, 0, tc.l2_shape, addr)
     if hit:
         return max2(t + tc.l2_lat, ready)
     done = t + tc.walk_lat

@@ -28,8 +28,10 @@ from __future__ import annotations
 
 import math
 
+from numba import njit
+
 from teg.engine.codes import MEM_PIPE, SCHEDULER, UNIT_BUSY
-from teg.jit import inner, njit
+from teg.jit import inner
 
 REC_ROWS = 1        # ``records`` bit: per-row and per-transaction records
 REC_PCS = 2         # ``records`` bit: per-instruction waits and charged stall cycles
@@ -58,7 +60,7 @@ def _clamp(x, lo, hi):
     return x
 
 
-@inner(cache=False)
+@inner()
 def record_issue(rows, pcc, row, s, g, t, since, tdep, split, c1, c2, unit_free, copy, pipe_free):
     """Record the issue of dynamic ``row`` (static ``s``) by scheduler ``g`` at cycle ``t``: its
     wait ``[since, t)`` cut at ``ceil(split)``, ``ceil(tdep)`` and the later of ``unit_free`` (the
@@ -92,7 +94,7 @@ def record_issue(rows, pcc, row, s, g, t, since, tdep, split, c1, c2, unit_free,
         pcc[PC_WAIT, s, SCHEDULER] += int(t - e3)
 
 
-@inner(cache=False)
+@inner()
 def record_level(tx_rec, j, col, where, arrive, start, end):
     """Transaction ``j`` reached an L2 slice (``col = TX_SLICE``) or a DRAM channel
     (``col = TX_CHAN``) ``where`` at ``arrive``, was served from ``start`` to ``end``."""

@@ -26,8 +26,9 @@ The engine's jitted loop keeps one L1 per simulated SM in the same array (cache 
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
-from teg.jit import inner, njit
+from teg.jit import inner
 from teg.machine.model import MAX_SECTORS_PER_LINE
 
 
@@ -48,7 +49,7 @@ def cache_geometry(size_bytes: int, line_bytes: int, sector_bytes: int, assoc: i
     return sets, assoc, line_bytes, sector_bytes
 
 
-@inner(cache=False)
+@inner()
 def _log2(x):
     """Exponent of the power of two ``x``; -1 when ``x`` is not one."""
     if x <= 0 or x & (x - 1):
@@ -87,7 +88,7 @@ def cache_new(caches, shape):
     return np.zeros((caches * shape[0], shape[1]), np.int64)
 
 
-@inner(cache=False)
+@inner()
 def cache_row(cache_index, shape, addr):
     """Row of the state array (:func:`cache_new`) that holds the set of byte ``addr`` in cache
     ``cache_index``, and the line's tag (its line number)."""
@@ -117,7 +118,7 @@ def cache_row(cache_index, shape, addr):
     return cache_index * sets + s, line
 
 
-@inner(cache=False)
+@inner()
 def _way(state, row, tag, k, assoc):
     """Where the line ``tag`` is in set ``row`` — or the way a missing line replaces (the first
     empty one, else the least recently used, the last) — and its valid-sector mask (0: absent)."""
@@ -146,7 +147,7 @@ def cache_access(state, cache_index, shape, addr):
     return (mask & bit) != 0
 
 
-@inner(cache=False)
+@njit(cache=True)
 def cache_access_timed(state, ready, cache_index, shape, addr):
     """:func:`cache_access` that also keeps, per way, the cycle its line's data is there
     (``ready``, the same shape as ``state``, moved with it): returns ``(hit, row, ready time)`` —
@@ -167,7 +168,7 @@ def cache_access_timed(state, ready, cache_index, shape, addr):
     return hit, row, r
 
 
-@inner(cache=False)
+@njit(cache=True)
 def cache_access_dirty(state, ready, dirty, cache_index, shape, addr):
     """:func:`cache_access_timed` of a write-back cache: ``dirty`` (the shape of ``state``, moved
     with it) holds, per way, the mask of its line's sectors written since the line came in. Returns

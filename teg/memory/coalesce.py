@@ -16,13 +16,13 @@ accesses but carry no addresses (SASS-only input) are given the contiguous patte
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
-from teg.jit import inner, njit, stamp_sources
-from teg.memory import sort
+from teg.jit import inner
 from teg.memory.sort import sort_prefix
 
 
-@inner(cache=False)
+@inner()
 def _lane_addresses(i, addr_start, addresses, mask, width, warp_size, lanes, addrs):
     """Active lanes of row ``i`` and their addresses; returns the count."""
     k = addr_start[i]
@@ -263,7 +263,3 @@ def tag_bank_wavefronts(lines, sectors, banks, tags_per_cycle, sectors_per_wavef
     lower = np.maximum(np.maximum((lines + t - 1) // t, (np.asarray(sectors, np.int64) + spw - 1) // spw),
                        np.asarray(banks, np.int64))
     return np.where(lines > 0, np.minimum(lines, lower), 0).astype(np.int32)
-
-
-# the cached pass holds sort_prefix's code (compiled into it): stale when teg/memory/sort.py changes too
-stamp_sources(_sector_pass, (sort,))

@@ -33,13 +33,13 @@ those phases. Stores never pack. Hand-computed cases: tests/test_memory_shared_w
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
-from teg.jit import inner, njit, stamp_sources
-from teg.memory import sort
+from teg.jit import inner
 from teg.memory.sort import sort_prefix
 
 
-@inner(cache=False)
+@inner()
 def _phase_wavefronts(words, n, banks, counts):
     """Max over banks of the number of distinct words among ``words[:n]`` (sorted in place;
     ``counts`` is scratch of length ``banks``, all zero on entry and on return)."""
@@ -59,7 +59,7 @@ def _phase_wavefronts(words, n, banks, counts):
     return best
 
 
-@inner(cache=False)
+@inner()
 def _phase_cost(words, n, lo, hi, banks, counts):
     """Wavefronts of one phase whose ``n`` words lie in ``lo … hi``: words within one row of
     banks (``hi - lo < banks``: broadcasts, consecutive or permuted words) are in distinct banks
@@ -69,7 +69,7 @@ def _phase_cost(words, n, lo, hi, banks, counts):
     return _phase_wavefronts(words, n, banks, counts)
 
 
-@inner(cache=False)
+@inner()
 def _span(addresses, k, warp_size):
     """Lowest and highest of ``addresses[k : k + warp_size]`` (as int64)."""
     lo = np.int64(addresses[k])
@@ -87,7 +87,7 @@ def _span(addresses, k, warp_size):
     return lo, hi
 
 
-@inner(cache=False)
+@inner()
 def _row_wavefronts(m, k, kend, w, lpp, nwords_lane, addresses, warp_size, shift, bank_bytes, banks,
                     words, counts):
     """(wavefronts, phases) of one access: active lanes of mask ``m`` in order, their addresses
@@ -217,7 +217,3 @@ def _wavefronts(addr_start, addresses, mask, width, is_shared, paired, banks, ba
                                         bank_bytes, banks, words, counts)
         wave[i] = total           # 0 / 0 when no lane is active (predicated off)
         wave_min[i] = phases
-
-
-# the cached entry holds sort_prefix's code (compiled into it): stale when teg/memory/sort.py changes too
-stamp_sources(shared_wavefronts, (sort,))

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from teg.jit import inner
+from numba import njit
 
 
-@inner(cache=False)
+@njit(cache=True)
 def sort_prefix(a, n):
     """Sort ``a[:n]`` in place by insertion: the lanes of a warp access are mostly in address
     order already, so this is near-linear there, and it allocates nothing (``np.sort`` would copy
