@@ -94,16 +94,23 @@ def finish_or_dump(proc: subprocess.Popen, timeout: float) -> tuple[int, str, st
         waits = []
         for task in sorted(Path(f"/proc/{proc.pid}/task").glob("*")):
             try:
-                waits.append(f"{task.name}:{(task / 'comm').read_text().strip()}:{(task / 'wchan').read_text()}")
+                sig = {k: v.strip() for k, _, v in (line.partition(":") for line in (task / "status").read_text().splitlines())
+                       if k in ("SigPnd", "SigBlk")}
+                waits.append(f"{task.name}:{(task / 'comm').read_text().strip()}:{(task / 'wchan').read_text()}"
+                             f":pending {sig.get('SigPnd')} blocked {sig.get('SigBlk')}")
             except OSError:
                 pass
+        status = {k: v.strip() for k, _, v in (line.partition(":") for line in
+                                                  Path(f"/proc/{proc.pid}/status").read_text().splitlines())
+                  if k in ("ShdPnd", "SigIgn", "SigCgt")}
         proc.send_signal(signal.SIGUSR1)
         try:
             out, err = proc.communicate(timeout=5)
         except subprocess.TimeoutExpired:
             proc.kill()
             out, err = proc.communicate()
-        raise AssertionError(f"child still running after {timeout} s; threads (tid:name:wchan) {waits}; "
+        raise AssertionError(f"child still running after {timeout} s; process signals {status}; threads "
+                             f"(tid:name:wchan:pending/blocked masks) {waits}; "
                              f"stderr with their stacks:\n{err.decode(errors='replace')[-6000:]}")
     return proc.returncode, out.decode(errors="replace"), err.decode(errors="replace")
 
