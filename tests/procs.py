@@ -98,11 +98,14 @@ def finish_or_dump(proc: subprocess.Popen, timeout: float) -> tuple[int, str, st
                        if k in ("SigPnd", "SigBlk")}
                 waits.append(f"{task.name}:{(task / 'comm').read_text().strip()}:{(task / 'wchan').read_text()}"
                              f":pending {sig.get('SigPnd')} blocked {sig.get('SigBlk')}")
-            except OSError:
-                pass
-        status = {k: v.strip() for k, _, v in (line.partition(":") for line in
-                                                  Path(f"/proc/{proc.pid}/status").read_text().splitlines())
-                  if k in ("ShdPnd", "SigIgn", "SigCgt")}
+            except OSError:                          # the thread ended while it was being read
+                waits.append(f"{task.name}:ended")
+        try:
+            status = {k: v.strip() for k, _, v in (line.partition(":") for line in
+                                                      Path(f"/proc/{proc.pid}/status").read_text().splitlines())
+                      if k in ("ShdPnd", "SigIgn", "SigCgt")}
+        except OSError:                              # it ended just now
+            status = {"process": "ended"}
         proc.send_signal(signal.SIGUSR1)
         try:
             out, err = proc.communicate(timeout=5)
