@@ -175,3 +175,32 @@ print(r.tolist(), h, hits, "numba.np.arraymath" in sys.modules, "numba.np.random
                                  text=True, check=True).stdout.strip()
     assert run() == "[0.0, 2.5, 5.0, 7.5] True 0 True True"        # cold: compiled (numba refreshed its context)
     assert run() == "[0.0, 2.5, 5.0, 7.5] True 2 False False"      # warm: both loaded, no registry imported
+
+
+def test_every_cached_teg_function_loads_with_teg_cache_loader():
+    """Every ``cache=True`` jitted function of the package is made by ``teg.jit.njit``: one made by
+    numba's own ``njit`` loads through ``target_context.refresh()``, and a warm ``teg estimate``
+    then imports numba's registries and SciPy (about 0.4 CPU-s; it happened to the memory-system
+    helpers once, unnoticed)."""
+    import importlib
+    import pkgutil
+
+    from numba.core.caching import FunctionCache
+    from numba.core.registry import CPUDispatcher
+
+    import teg
+    from teg.jit import _LoadOnlyCache
+
+    plain, loaded = [], 0
+    for mod in pkgutil.walk_packages(teg.__path__, "teg."):
+        module = importlib.import_module(mod.name)
+        for name, obj in vars(module).items():
+            cache = getattr(obj, "_cache", None) if isinstance(obj, CPUDispatcher) else None
+            if getattr(obj, "__module__", None) != mod.name or not isinstance(cache, FunctionCache):
+                continue
+            if type(cache) is _LoadOnlyCache:
+                loaded += 1
+            else:
+                plain.append(f"{mod.name}.{name}")
+    assert plain == [], f"cached with numba's own loader: {plain}"
+    assert loaded > 20                        # the walk found the package's jitted functions

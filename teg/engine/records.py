@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 
-from numba import njit
+from teg.jit import njit
 
 from teg.engine.codes import MEM_PIPE, SCHEDULER, UNIT_BUSY
 from teg.jit import inner

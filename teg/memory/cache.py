@@ -26,7 +26,7 @@ The engine's jitted loop keeps one L1 per simulated SM in the same array (cache 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from teg.jit import njit
 
 from teg.jit import inner
 from teg.machine.model import MAX_SECTORS_PER_LINE

@@ -16,7 +16,7 @@ accesses but carry no addresses (SASS-only input) are given the contiguous patte
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from teg.jit import njit
 
 from teg.jit import inner
 from teg.memory.sort import sort_prefix

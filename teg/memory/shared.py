@@ -33,7 +33,7 @@ those phases. Stores never pack. Hand-computed cases: tests/test_memory_shared_w
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from teg.jit import njit
 
 from teg.jit import inner
 from teg.memory.sort import sort_prefix
