@@ -381,6 +381,35 @@ def test_estimate_sink_keeps_counts_and_samples_sms(af):
     assert sink.too_large and sink.rows == whole.num_rows and sink.requests[2] == 432
 
 
+def test_estimate_sink_keeps_the_blocks_the_engine_deals_to_the_sampled_sms(af):
+    """More than one wave: 276 blocks of 1,024 threads on sm_80 (2 resident per SM: 2,048 threads;
+    108 SMs). The waves dealing gives blocks 0…215 breadth-first and 216…275 two at a time to SMs
+    0…29; with the budget of SMs 0…26's rows the sink keeps blocks j < 216 with j mod 108 < 27 and
+    216…269 (108 blocks; round-robin's j mod 108 < 27 would be 81 others), and the engine's
+    sampled run of the whole trace on 27 SMs lowers exactly those rows."""
+    from teg.engine import Options, lower
+    from teg.engine.dealing import launch_resident
+    from teg.machine import load
+
+    m = load("sm_80")
+    probe = af.EstimateSink(m, budget=10 ** 9)
+    prog, whole = _emulate_with(probe, blocks=276, threads=1024)
+    assert launch_resident(m, whole.info, Options()) == 2
+    want = np.array([j for j in range(216) if j % 108 < 27] + list(range(216, 270)))
+    per_block = np.bincount(whole.block, minlength=276)
+    b54 = np.array([j for j in range(216) if j % 108 < 54] + list(range(216, 276)))
+    assert per_block[b54].sum() > per_block[want].sum()
+    sink = af.EstimateSink(m, budget=int(per_block[want].sum()))
+    _emulate_with(sink, blocks=276, threads=1024)
+    assert sink.sms == 27 and sink.resident == 2 and not sink.too_large
+    kt = sink.kernel_trace()
+    assert np.array_equal(np.unique(kt.block), want)
+    mine = lower(prog, kt, m, Options(sms=27))
+    engine = lower(prog, whole, m, Options(sms=27))
+    assert mine.setup.blocks == engine.setup.blocks == 108 and mine.num_rows == engine.num_rows == kt.num_rows
+    assert np.array_equal(mine.rows.r_sidx, engine.rows.r_sidx) and mine.setup.share == engine.setup.share == 108 / 276
+
+
 def test_sms_ladder(af):
     assert af.sms_ladder(80) == [80, 40, 20, 10, 5, 2, 1]
     assert af.sms_ladder(132) == [132, 66, 33, 16, 8, 4, 2, 1]

@@ -255,7 +255,8 @@ def test_removing_a_shared_memory_mechanism_never_adds_cycles(mechanism):
 
 def test_lowering_simulates_every_sm_by_default():
     """The bundled example through lower(): the default simulates every SM of sm_90, dealing its
-    4 blocks one per SM; --sms 1 samples SM 0 with 1/4 of the bandwidth (the old method)."""
+    4 blocks one per SM; --sms 1 samples SM 0 with 1/4 of the bandwidth (one wave: both dealings
+    give SM 0 block 0)."""
     from teg.engine import load_inputs
     from teg.resources import traces_dir
 
@@ -269,7 +270,9 @@ def test_lowering_simulates_every_sm_by_default():
     assert sum(r.outcome.sm_blocks) == inp.setup.blocks == 4
     assert sorted(r.outcome.sm_blocks)[-4:] == [1, 1, 1, 1]
     one = lower(prog, kt, machine, Options(sms=1))
-    assert one.setup.sms == 1 and one.setup.dealing == "round-robin"
+    assert one.setup.sms == 1 and one.setup.dealing == "waves" and one.setup.share == 1 / 4
+    rr = lower(prog, kt, machine, Options(sms=1, sampling="round-robin"))
+    assert rr.setup.dealing == "round-robin" and rr.setup.share == 1 / 4 and rr.setup.blocks == one.setup.blocks == 1
 
 
 def store_then_next_block(launch_latency=0.0, l2=None, **kw):

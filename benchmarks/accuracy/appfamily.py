@@ -17,10 +17,12 @@ never on disk), counts its warp instructions and global requests, and runs the e
 kept (JSON, cached by program, command line, machine table and teg's own sources).
 
 Reductions, stated per row: a launch whose trace would exceed ``TEG_ACCURACY_APPS_ROWS`` rows
-(default 12 M) keeps the rows of the blocks the engine's round-robin sampling deals to SMs
-``0 … N-1`` (block ``b`` → SM ``b mod num_sms``), N the largest of num_sms, num_sms / 2, … whose
-rows fit, and is estimated with ``Options(sms=N)`` (the sampled SMs share DRAM and L2 with the
-other busy SMs: :mod:`teg.engine.lower`). Identical launches — the same kernel code, grid, block,
+(default 12 M) keeps the rows of the blocks the engine's sampling deals to SMs ``0 … N-1``
+(:func:`teg.engine.dealing.block_sms`, the default ``waves`` dealing: the first wave breadth-first,
+later blocks R at a time to SMs in index order, so SMs ``0 … N-1`` are the most loaded), N the
+largest of num_sms, num_sms / 2, … whose rows fit, and is estimated with the same
+:func:`launch_options` (``Options(sms=N)``; the sampled SMs get the share of DRAM and L2 of the
+blocks they run: :mod:`teg.engine.dealing`). Identical launches — the same kernel code, grid, block,
 dynamic shared memory, parameter bytes, constant banks, live allocations and the same bytes in
 every live allocation, i.e. everything the emulated launch can read — are traced and estimated
 once; the later ones run untraced and take the first one's results.
@@ -252,12 +254,22 @@ def _row_sink_base():
     return RowSink
 
 
+def launch_options(sms: int):
+    """The engine options every launch is estimated with: ``sms`` simulated SMs (``num_sms``: the
+    whole GPU), the rest teg's defaults — also the sampling whose blocks :class:`EstimateSink`
+    keeps."""
+    from teg.engine import Options
+    return Options(sms=sms)
+
+
 class EstimateSink(_row_sink_base()):
     """Keeps a launch's rows in memory for the engine and counts them as they come: warp
     instructions and global load / store / atomic requests (rows of global memory instructions
     with an active lane) over *every* row. When the kept rows exceed ``budget``, only the blocks
-    ``b`` with ``b mod num_sms < N`` are kept, N stepping down :func:`sms_ladder`; the final N is
-    the largest whose blocks' rows fit (independent of how the rows were chunked)."""
+    the engine's sampling (:func:`launch_options`, :func:`teg.engine.dealing.block_sms` with the
+    launch's resident blocks per SM) deals to SMs ``0 … N-1`` are kept, N stepping down
+    :func:`sms_ladder`; the final N is the largest whose blocks' rows fit (independent of how the
+    rows were chunked)."""
 
     def __init__(self, machine, budget: int):
         self.machine = machine
@@ -265,7 +277,14 @@ class EstimateSink(_row_sink_base()):
         self.budget = int(budget)
 
     def start(self, info, compiled, nwarps) -> None:
+        from teg.engine.dealing import launch_resident
+        from teg.engine.occupancy import OccupancyError
         super().start(info, compiled, nwarps)
+        self.options = launch_options(self.num_sms)
+        try:
+            self.resident = launch_resident(self.machine, info, self.options)
+        except OccupancyError:          # the engine refuses the launch by name; any rule keeps its rows
+            self.resident = 1
         self.kind = global_kind_table(list(compiled.static[0]), self.machine)
         self.ladder = sms_ladder(self.num_sms)
         self.step = 0
@@ -302,7 +321,8 @@ class EstimateSink(_row_sink_base()):
             self.parts, self.kept = [], 0
 
     def _keep(self, rows: dict, n_addr: np.ndarray, addresses: np.ndarray) -> None:
-        keep = (rows["block"] % self.num_sms) < self.sms
+        from teg.engine.dealing import block_sms
+        keep = block_sms(rows["block"], self.num_sms, self.resident, self.options.sampling) < self.sms
         if not keep.all():
             rows = {c: v[keep] for c, v in rows.items()}
             addresses = addresses[np.repeat(keep, n_addr)]
@@ -383,9 +403,9 @@ def peak_rss_mb() -> float | None:
 
 
 def estimate_launch(program, kt, machine, sms: int) -> dict:
-    from teg.engine import KernelInputs, Options
+    from teg.engine import KernelInputs
     from teg.engine.runner import run_kernel
-    res = run_kernel(KernelInputs(program=program, kernel_trace=kt, machine=machine), Options(sms=sms)).result
+    res = run_kernel(KernelInputs(program=program, kernel_trace=kt, machine=machine), launch_options(sms)).result
     return {"cycles": float(res.cycles), "engine_instructions": int(res.instructions), "stalls": _stalls(res)}
 
 

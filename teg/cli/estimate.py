@@ -29,8 +29,8 @@ __all__ = ["estimate", "whatif", "sweep", "EXAMPLE_SASS", "EXAMPLE_TRACE"]
 @executor_options
 @click.option("--csv", "as_csv", is_flag=True, help="one CSV line per kernel of the trace")
 @user_errors
-def estimate(sass, trace_path, kernel, machine, policy, dependency_model, sms, unknown, shared_carveout, blocks_per_sm,
-             as_json, views, timeline_path, timeline_cycles, plot_path, force, jobs, executor_kind, scheduler, as_csv):
+def estimate(sass, trace_path, kernel, machine, policy, dependency_model, sms, sampling, unknown, shared_carveout,
+             blocks_per_sm, as_json, views, timeline_path, timeline_cycles, plot_path, force, jobs, executor_kind, scheduler, as_csv):
     """Estimate cycles, time, IPC, occupancy and the stall breakdown of a kernel."""
     params = click.get_current_context().params
     target = resolve_target(sass, trace_path, kernel, lists_kernels=as_csv)
@@ -54,8 +54,8 @@ def estimate(sass, trace_path, kernel, machine, policy, dependency_model, sms, u
 @plot_option("the savings of each mechanism (a waterfall from the baseline)")
 @executor_options
 @user_errors
-def whatif(sass, trace_path, kernel, machine, policy, dependency_model, sms, unknown, shared_carveout, as_json, as_csv,
-           plot_path, force, jobs, executor_kind, scheduler):
+def whatif(sass, trace_path, kernel, machine, policy, dependency_model, sms, sampling, unknown, shared_carveout, as_json,
+           as_csv, plot_path, force, jobs, executor_kind, scheduler):
     """Cycles with each mechanism removed alone (and all removed): what each bottleneck costs."""
     params = click.get_current_context().params
     target = resolve_target(sass, trace_path, kernel)
@@ -94,8 +94,8 @@ def whatif(sass, trace_path, kernel, machine, policy, dependency_model, sms, unk
                    "skipped); also written as .parquet beside it when pyarrow is installed")
 @click.option("--retry-failed", is_flag=True, help="with -o: run again the points recorded as failed")
 @user_errors
-def sweep(sass, trace_path, kernel, machine, policy, dependency_model, sms, unknown, shared_carveout, warps, blocks,
-          as_json, as_csv, plot_path, measured_path, force, jobs, executor_kind, scheduler, spec, output, retry_failed):
+def sweep(sass, trace_path, kernel, machine, policy, dependency_model, sms, sampling, unknown, shared_carveout, warps,
+          blocks, as_json, as_csv, plot_path, measured_path, force, jobs, executor_kind, scheduler, spec, output, retry_failed):
     """TEG's scaling experiment: cycles, work-normalized throughput and speedup over the first point."""
     params = click.get_current_context().params
     if spec is not None:

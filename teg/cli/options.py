@@ -14,7 +14,7 @@ EXAMPLE_SASS = "matmul_abt.sm_90.sass"
 EXAMPLE_TRACE = "matmul_abt.sm_90.trace.npz"
 
 # the engine options a command line may set, as named in Options
-ENGINE_PARAMS = ("policy", "dependency_model", "sms", "unknown", "shared_carveout", "blocks_per_sm")
+ENGINE_PARAMS = ("policy", "dependency_model", "sms", "sampling", "unknown", "shared_carveout", "blocks_per_sm")
 
 
 def int_list(text: str, option: str = "--warps") -> list[int]:
@@ -50,8 +50,13 @@ def _input_options() -> list:
         click.option("--deps", "dependency_model", type=click.Choice(["auto", "scoreboard", "controlcodes"]),
                      default="auto", show_default=True, help="dependency model"),
         click.option("--sms", type=int, default=None,
-                     help="sample N SMs instead of simulating every SM (the default): SMs 0..N-1 get the "
-                          "blocks dealt to them round-robin and N/busy of the DRAM bandwidth and L2"),
+                     help="sample N SMs instead of simulating every SM (the default): SMs 0..N-1 run the "
+                          "blocks --sampling deals them, with its share of the DRAM bandwidth and L2"),
+        click.option("--sampling", type=click.Choice(["waves", "round-robin"]), default="waves", show_default=True,
+                     help="how --sms N deals the blocks: waves = as the hardware deals them to identical SMs "
+                          "(first wave breadth-first, later blocks R at a time to SMs in index order, so SMs "
+                          "0..N-1 are the most loaded; their share of the blocks is their share of DRAM and "
+                          "L2); round-robin = TEG's method (block j to SM j mod SMs, N/busy of DRAM and L2)"),
         click.option("--unknown", type=click.Choice(["error", "alu"]), default="error", show_default=True,
                      help="opcodes the machine table does not know: error, or time them as integer ALU"),
         click.option("--shared-carveout", "shared_carveout", type=click.FloatRange(0, 100), default=None,

@@ -14,9 +14,9 @@ static instructions):
    engine as the hardware block scheduler deals them (one grid-wide queue: every SM filled up to
    its occupancy, then each next block to the SM whose slot frees first), with one memory system
    (L2 partitions and slices, DRAM channels at full bandwidth, MSHRs per SM). ``Options(sms=N)``
-   samples instead: the blocks dealt round-robin (block ``j`` → SM ``j mod num_sms``) and those of
-   SMs ``0 … N-1`` kept; the SMs that receive a block are *busy* and share DRAM bandwidth and L2
-   equally. Sweep modes instead put exactly
+   samples instead: the blocks dealt to SMs by ``Options.sampling``'s rule (:mod:`teg.engine.dealing`:
+   ``waves``, the hardware's dealing on identical SMs, or TEG's ``round-robin``) and those of SMs
+   ``0 … N-1`` kept, with the rule's share of DRAM bandwidth and L2. Sweep modes instead put exactly
    ``warps`` warps (or ``blocks`` blocks) on one SM, reusing trace warps cyclically, with every SM
    of the GPU assumed to run the same configuration (TEG §5.1's measurement setup);
 4. memory precomputation on the kept rows — shared wavefronts (:mod:`teg.memory.shared`),
@@ -35,6 +35,7 @@ import warnings
 import numpy as np
 
 from teg import TegError, UnknownOpcodeWarning
+from teg.engine.dealing import block_sms, launch_resident, sampled_share
 from teg.engine.codes import (DEP_BASE, DEP_GLOBAL, DEP_SHARED, DEPMODEL_CODES, MEM_GLOBAL, MEM_SHARED, POLICY_CODES,
                               UNIT_CLASSES)
 from teg.engine.lowered import EngineInput, Grid, RowTable, StaticTable, near_partitions
@@ -273,7 +274,9 @@ def _addresses_of(addr_start: np.ndarray, rows: np.ndarray | slice) -> tuple[np.
 
 def _select(kt, machine: Machine, options: Options):
     """Trace warps to simulate: (trace warp per context, block per context, SM per block,
-    resident-block override, slots per SM, number of busy SMs on the GPU)."""
+    resident-block override, slots per SM, number of busy SMs on the GPU, the simulated SMs'
+    share of DRAM bandwidth and L2: 1 for the whole GPU, :func:`teg.engine.dealing.sampled_share`
+    for sampled SMs, 1/num_sms for a sweep's one SM)."""
     W = kt.num_warps
     wblock = np.asarray(kt.warp_block, np.int64)
     blocks, first_warp = np.unique(wblock, return_index=True)
@@ -286,7 +289,8 @@ def _select(kt, machine: Machine, options: Options):
         ctx_warp = np.arange(n, dtype=np.int64) % W
         ctx_block = np.arange(n, dtype=np.int64) // max(wpb, 1)
         nb = int(ctx_block[-1]) + 1
-        return ctx_warp, ctx_block, np.zeros(nb, np.int64), nb, max(machine.limits.max_warps, n), machine.num_sms
+        return (ctx_warp, ctx_block, np.zeros(nb, np.int64), nb, max(machine.limits.max_warps, n), machine.num_sms,
+                1.0 / machine.num_sms)
     if options.blocks is not None:
         nbk = int(options.blocks)
         ctx_warp, ctx_block = [], []
@@ -298,15 +302,25 @@ def _select(kt, machine: Machine, options: Options):
         ctx_warp = np.concatenate(ctx_warp)
         ctx_block = np.concatenate(ctx_block)
         return (ctx_warp, ctx_block, np.zeros(nbk, np.int64), nbk,
-                max(machine.limits.max_warps, ctx_warp.shape[0]), machine.num_sms)
+                max(machine.limits.max_warps, ctx_warp.shape[0]), machine.num_sms, 1.0 / machine.num_sms)
     sms = simulated_sms(options, machine)
     if sms > machine.num_sms:
         raise LoweringError(f"--sms {sms}: {machine.name} has {machine.num_sms} SMs")
+    grid_blocks = max(kt.info.num_blocks, len(blocks))
+    busy = min(machine.num_sms, grid_blocks)
     if sms == machine.num_sms:
         # the whole GPU: the engine deals the blocks from one queue in block order
         sm_of_pos = np.zeros(len(blocks), np.int64)
+        share = 1.0
     else:
-        sm_of_pos = np.arange(len(blocks)) % machine.num_sms
+        # sampled SMs: each block's SM by the sampling's rule (teg.engine.dealing), the blocks in
+        # launch order
+        try:
+            resident = launch_resident(machine, kt.info, options)
+        except OccupancyError as e:
+            raise LoweringError(f"{kt.info.name}: {e}") from None
+        sm_of_pos = block_sms(np.arange(len(blocks)), machine.num_sms, resident, options.sampling)
+        share = sampled_share(sm_of_pos, sms, busy, options.sampling)
     keep_pos = np.nonzero(sm_of_pos < sms)[0]
     keep_blocks = blocks[keep_pos]
     ctx_warp = np.nonzero(np.isin(wblock, keep_blocks))[0]
@@ -316,9 +330,7 @@ def _select(kt, machine: Machine, options: Options):
     ctx_warp = ctx_warp[srt]
     bpos = bpos[srt]
     uniq_pos, ctx_block = np.unique(bpos, return_inverse=True)
-    grid_blocks = max(kt.info.num_blocks, len(blocks))
-    busy = min(machine.num_sms, grid_blocks)
-    return ctx_warp, ctx_block, sm_of_pos[uniq_pos], None, machine.limits.max_warps, max(busy, sms)
+    return ctx_warp, ctx_block, sm_of_pos[uniq_pos], None, machine.limits.max_warps, max(busy, sms), share
 
 
 def _check_sweep_size(options: Options, machine: Machine, kt) -> None:
@@ -471,7 +483,7 @@ def lower(program, kernel_trace, machine: Machine, options: Options | None = Non
     # 3. simulated warps and their rows
     _check_sweep_size(options, machine, kt)
     if kt is not None:
-        ctx_warp, ctx_block, block_sm, nblocks_override, slots, busy = _select(kt, machine, options)
+        ctx_warp, ctx_block, block_sm, nblocks_override, slots, busy, share = _select(kt, machine, options)
         rows, lens = _rows_of(kt.warp_start, ctx_warp)
         keep = lens > 0
         gathered = 0 if isinstance(rows, slice) else int(np.sum(np.asarray(kt.addr_start)[rows + 1]
@@ -498,6 +510,7 @@ def lower(program, kernel_trace, machine: Machine, options: Options | None = Non
         ctx_block = np.zeros(n, np.int64)
         block_sm = np.zeros(1, np.int64)
         nblocks_override, slots, busy = 1, max(machine.limits.max_warps, n), machine.num_sms
+        share = 1.0 / machine.num_sms
         lens = np.full(n, path.shape[0], np.int64)
         keep = lens > 0
         r_sidx = np.tile(path, n).astype(np.int32)
@@ -593,8 +606,7 @@ def lower(program, kernel_trace, machine: Machine, options: Options | None = Non
     np.cumsum(ctx_lens[:-1], out=c_start[1:])
     c_end = c_start + ctx_lens
 
-    # 6. scalars
-    share = n_sms / max(busy, n_sms)
+    # 6. scalars (share: the simulated SMs' part of DRAM bandwidth and L2, from _select)
     sc = dict(sms=n_sms, schedulers=machine.schedulers, slots=slots, resident=resident, warp_size=machine.warp_size,
               policy=POLICY_CODES[options.policy], depmodel=DEPMODEL_CODES[depmodel], deal=whole_gpu,
               issue_interval=machine.issue_interval,
@@ -660,7 +672,7 @@ def lower(program, kernel_trace, machine: Machine, options: Options | None = Non
         dependency_model=depmodel, policy=options.policy, sms=n_sms, warps=int(ctx_lens.shape[0]), blocks=B,
         notes=notes, occupancy=residency, units=unit_names, threads_per_block=threads, warps_per_block=wpb_real,
         busy_sms=int(max(busy, n_sms)),
-        dealing="dynamic" if whole_gpu else ("sweep" if sweep_mode else "round-robin"),
+        dealing="dynamic" if whole_gpu else ("sweep" if sweep_mode else options.sampling), share=share,
         waves=B / max(resident * n_sms, 1), l2_partitions=sc.l2_partitions, l2_slices=sc.l2_slices,
         mshr_lines=sc.mshr_lines, l1_bytes=int(max(l1_size, 0)),
         shared_carveout_bytes=(gm.l1.size_bytes - l1_size if gm.l1 is not None and gm.l1.shared_carveouts else None))

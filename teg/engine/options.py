@@ -12,6 +12,8 @@ from dataclasses import dataclass, fields, replace
 
 from teg import TegError
 
+from teg.engine.dealing import SAMPLINGS
+
 POLICIES = ("lrr", "gto")
 DEPENDENCY_MODELS = ("auto", "scoreboard", "controlcodes")
 UNKNOWN_OPCODES = ("error", "alu")
@@ -102,8 +104,12 @@ class Options:
     ``dependency_model`` (``auto`` = the machine table's default when the SASS carries control
     codes, else ``scoreboard``), ``sms`` simulated SMs (``None``, the default: every SM of the
     GPU, blocks dealt dynamically, one memory system; a number N samples SMs 0…N−1, which get the
-    blocks dealt to them round-robin and N/busy of DRAM bandwidth and L2), ``warps`` (sweep mode: exactly this many
-    concurrent warps on one SM, each running one trace warp's stream), ``blocks`` (sweep mode:
+    blocks ``sampling`` deals them and its share of DRAM bandwidth and L2), ``sampling`` (how a
+    sampled run deals the blocks, :mod:`teg.engine.dealing`: ``waves``, the default — the first
+    wave breadth-first, later blocks R at a time to SMs in index order, as the hardware deals them
+    to identical SMs, the sampled SMs getting the share of the blocks they run; ``round-robin`` —
+    TEG's method, block j → SM j mod num_sms, N/busy of DRAM bandwidth and L2), ``warps`` (sweep
+    mode: exactly this many concurrent warps on one SM, each running one trace warp's stream), ``blocks`` (sweep mode:
     exactly this many blocks resident together on one SM), ``blocks_per_sm`` (resident
     blocks per SM instead of the occupancy calculation), ``shared_carveout`` (the kernel's
     ``cudaFuncAttributePreferredSharedMemoryCarveout``, percent of the SM's shared capacity, 0–100:
@@ -140,6 +146,7 @@ class Options:
     policy: str = "gto"
     dependency_model: str = "auto"
     sms: int | None = None
+    sampling: str = "waves"
     warps: int | None = None
     blocks: int | None = None
     blocks_per_sm: int | None = None
@@ -157,6 +164,8 @@ class Options:
                                f"{', '.join(DEPENDENCY_MODELS)}")
         if self.unknown not in UNKNOWN_OPCODES:
             raise OptionsError(f"unknown={self.unknown!r}: expected one of {', '.join(UNKNOWN_OPCODES)}")
+        if self.sampling not in SAMPLINGS:
+            raise OptionsError(f"sampling {self.sampling!r}: expected one of {', '.join(SAMPLINGS)}")
         if self.sms is not None and int(self.sms) < 1:
             raise OptionsError(f"sms={self.sms}: must be >= 1")
         if self.warps is not None and int(self.warps) < 1:

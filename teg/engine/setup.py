@@ -36,9 +36,11 @@ class Residency:
 @dataclass(frozen=True)
 class RunSetup:
     """The run's set-up (module docstring). ``dealing``: ``dynamic`` (every SM, blocks dealt as
-    the hardware deals them), ``round-robin`` (sampled SMs) or ``sweep`` (N warps or B blocks on
-    one SM); ``busy_sms``: the SMs the whole launch keeps busy (the simulated ones take
-    ``sms / busy_sms`` of the DRAM bandwidth and L2); ``waves``: blocks / (resident blocks per SM
+    the hardware deals them), ``waves`` or ``round-robin`` (sampled SMs, :mod:`teg.engine.dealing`)
+    or ``sweep`` (N warps or B blocks on one SM); ``busy_sms``: the SMs the whole launch keeps busy;
+    ``share``: the simulated SMs' share of the DRAM bandwidth and L2 (1 for the whole GPU,
+    ``sms / busy_sms`` for ``round-robin``, the share of the launch's blocks they run for
+    ``waves``, ``1 / num_sms`` for a sweep); ``waves``: blocks / (resident blocks per SM
     x simulated SMs); ``opcodes``/``pcs``/``units``: per static instruction and per unit, in the
     order of the lowered tables."""
 
@@ -59,6 +61,7 @@ class RunSetup:
     warps_per_block: int | None = None
     busy_sms: int | None = None
     dealing: str | None = None
+    share: float | None = None
     waves: float = 0.0
     l2_partitions: int = 1
     l2_slices: int = 0

@@ -13,8 +13,13 @@ _NO_SETUP = RunSetup()
 
 
 def _share(s: RunSetup) -> str:
-    """The simulated SMs' share of DRAM bandwidth and L2: ``sms / busy_sms`` (lowering, step 5)."""
+    """The simulated SMs' share of DRAM bandwidth and L2 (:attr:`RunSetup.share`): ``sms /
+    busy_sms`` for TEG's round-robin and a sweep, the share of the blocks they run for ``waves``."""
     sms, busy = s.sms, s.busy_sms
+    if (s.dealing == "waves" and s.share is not None and 0 < s.share < 1 and busy
+            and abs(s.share - sms / busy) > 1e-9):
+        return (f"{s.share:.3g} of the DRAM bandwidth and L2 (their {s.blocks} of the launch's "
+                f"{round(s.blocks / s.share)} blocks; {busy} SMs busy)")
     if not busy or busy <= sms:
         return "all of the DRAM bandwidth and L2"
     return f"{sms}/{busy} of the DRAM bandwidth and L2 ({busy} SMs busy)"
