@@ -147,9 +147,21 @@ def keyed_tables(key: np.ndarray, arrays: list[np.ndarray]) -> list[np.ndarray |
     first, inv = key_index(key)
     out = []
     for a in arrays:
-        t = a[first]
-        out.append(t if np.array_equal(t[inv], a) else None)
+        flat = np.ascontiguousarray(a).reshape(a.shape[0], -1)
+        out.append(a[first] if _is_keyed(flat, first, inv) else None)
     return out
+
+
+@njit(cache=True)
+def _is_keyed(a, first, inv):
+    """Whether every row of ``a`` (rows x values) equals the row ``first[inv[i]]`` of its key (one
+    pass, no gathered copies)."""
+    for i in range(a.shape[0]):
+        f = first[inv[i]]
+        for c in range(a.shape[1]):
+            if a[i, c] != a[f, c]:
+                return False
+    return True
 
 
 def expand_keyed(index: tuple[np.ndarray, np.ndarray], table: np.ndarray) -> np.ndarray:
