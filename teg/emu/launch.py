@@ -372,17 +372,25 @@ class RowSink:
     """Where the rows of a launch go, handed over in whole blocks (execution order, blocks
     ascending). ``record = False``: nothing is kept (the rows are counted and dropped);
     ``keeps``: every row stays in memory until the launch ends (its growth is checked against the
-    memory this process may use, :func:`_check_recording`)."""
+    memory this process may use, :func:`_check_recording`); ``reuses``: :meth:`take` holds on to
+    none of the arrays it is handed (it writes or copies them), so the serial run hands over every
+    chunk in the same arrays (:class:`ExpandBuffers`)."""
 
     record = True
     keeps = False
+    reuses = False
 
     def start(self, info: KernelInfo, compiled: Compiled, nwarps: int) -> None:
         self.info, self.compiled, self.nwarps = info, compiled, nwarps
         self.per_warp = np.zeros(nwarps, np.int64)
 
     def add(self, rw, ri, rm, rna, addrs) -> None:
-        self.accept(expand_rows(self.compiled, self.info, rw, ri, rm, rna, addrs))
+        if not self.reuses:
+            self.accept(expand_rows(self.compiled, self.info, rw, ri, rm, rna, addrs))
+        else:                    # nothing it is handed is kept: one set of arrays for every chunk
+            if getattr(self, "_buffers", None) is None or self._buffers.info is not self.info:
+                self._buffers = ExpandBuffers(self.info)
+            self.accept(expand_rows(self.compiled, self.info, rw, ri, rm, rna, addrs, self._buffers))
 
     def accept(self, expanded: tuple) -> None:
         """Take the rows :func:`expand_rows` made of whole blocks (grouped by warp)."""
@@ -444,6 +452,8 @@ class TraceStreamer(RowSink):
     """Appends the rows to a native trace's :class:`~teg.trace.native.KernelWriter` as they come
     (memory stays bounded by one chunk of rows whatever the launch's length)."""
 
+    reuses = True                # the writer encodes, writes or copies what it is handed
+
     def __init__(self, writer):
         self.writer = writer
 
@@ -462,16 +472,42 @@ COLUMN_SHAPES = {"warp": (np.int32, ()), "block": (np.int32, ()), "pc": (np.int6
                  "mem_width": (np.int16, ()), "imm": (np.int64, ())}
 
 
-def expand_rows(compiled: Compiled, info: KernelInfo, rw, ri, rm, rna, addrs):
+class ExpandBuffers:
+    """The trace columns :func:`expand_rows` writes, kept and reused from chunk to chunk of one
+    launch (grown when a chunk needs more) for a sink that does not keep the arrays it is handed."""
+
+    def __init__(self, info: KernelInfo):
+        self.info = info
+        self.rows = -1
+        self.addrs = -1
+
+    def views(self, n: int, n_addr: int) -> tuple:
+        if n > self.rows:
+            self.rows = max(n, 2 * self.rows)
+            self.cols = tuple(np.empty((self.rows, *COLUMN_SHAPES[k][1]), COLUMN_SHAPES[k][0]) for k in COLUMN_SHAPES)
+            self.na = np.empty(self.rows, np.int64)
+        if n_addr > self.addrs:
+            self.addrs = max(n_addr, 2 * self.addrs)
+            self.out = np.empty(self.addrs, np.uint64)
+        return (*(c[:n] for c in self.cols), self.na[:n], self.out[:n_addr])
+
+
+def expand_rows(compiled: Compiled, info: KernelInfo, rw, ri, rm, rna, addrs, buffers: ExpandBuffers | None = None):
     """Rows of whole blocks in execution order → trace columns grouped by warp (a stable sort:
     each warp's rows stay in execution order) with each row's static columns expanded; returns
-    ``(columns, addresses per row, addresses)`` (:func:`teg.emu.rows.expand`)."""
-    from teg.emu.rows import expand
+    ``(columns, addresses per row, addresses)`` (:func:`teg.emu.rows.expand`), in new arrays or,
+    given ``buffers``, in views of those (valid until the next call with them)."""
+    from teg.emu.rows import expand, expand_into
 
     _, opc, dst, src = compiled.static
     lw = compiled.lowered
-    warp, block, pc, opcode, mask, d, s, mw, im, na, addresses = expand(
-        rw, ri, rm, rna, addrs, info.warps_per_block, compiled.ins_addr, opc, dst, src, lw.mem_width, lw.imm)
+    if buffers is None:
+        warp, block, pc, opcode, mask, d, s, mw, im, na, addresses = expand(
+            rw, ri, rm, rna, addrs, info.warps_per_block, compiled.ins_addr, opc, dst, src, lw.mem_width, lw.imm)
+    else:
+        warp, block, pc, opcode, mask, d, s, mw, im, na, addresses = out = buffers.views(rw.shape[0], addrs.shape[0])
+        expand_into(rw, ri, rm, rna, addrs, info.warps_per_block, compiled.ins_addr, opc, dst, src, lw.mem_width,
+                    lw.imm, *out)
     rows = {"warp": warp, "block": block, "pc": pc, "opcode": opcode, "mask": mask, "dst": d, "src": s,
             "mem_width": mw, "imm": im}
     return rows, na, addresses
