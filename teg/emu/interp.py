@@ -2345,24 +2345,22 @@ def run_warp(w, code, fx, okind, oreg, oval, oflag, regs, pm, lane_pc, lane_st, 
             pc = nxt
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def run_blocks(code, fx, okind, oreg, oval, oflag, ins_addr, grid_xyz, block_xyz, nblocks, g8, g32, alo, ahi,
                s8, s32_, l8, l32, local_size, cb32, regs, pm, lane_pc, lane_st, lane_wait, bar, grp, wstat,
-               sched, rows_w, rows_i, rows_m, rows_na, addrs, cnt, err, record):
+               sched, rows_w, rows_i, rows_m, rows_na, addrs, cnt, err, su, sf, sq, sd, tmp, tmp2, fs, record):
     """Run blocks ``sched[0]…nblocks-1`` (one after another; warps of a block round-robin between
     BAR.SYNC barriers). Returns ST_OK when done, ST_FULL when a trace buffer filled (hand the rows
     on or grow the buffers, and call again: all state lives in the arguments) or an error code
     (details in ``err``). Holds no GIL: launches' block ranges run in threads, each with its own
-    state arrays (the global memory is shared)."""
+    state arrays (the global memory is shared).
+
+    Scratch comes from the caller (``su``/``sf`` one uint32 and its float32 view, ``sq``/``sd``
+    one int64 and its float64 view, ``tmp``/``tmp2`` 32 int64, ``fs`` 512 float64), so that this
+    loop, like :func:`run_warp`, is compiled without numba's reference counting (``_nrt=False``):
+    each call of ``run_warp`` would otherwise count a reference to each of its ~35 arrays."""
     nthreads = block_xyz[0] * block_xyz[1] * block_xyz[2]
     nw = (nthreads + 31) // 32
-    su = np.zeros(1, np.uint32)
-    sf = su.view(np.float32)
-    sq = np.zeros(1, np.int64)
-    sd = sq.view(np.float64)
-    tmp = np.zeros(32, np.int64)
-    tmp2 = np.zeros(32, np.int64)
-    fs = np.zeros(512, np.float64)
     while sched[0] < nblocks:
         blk = sched[0]
         if sched[1] == 0:    # start the block: fresh predicates, lanes, barriers, shared memory
@@ -2379,7 +2377,8 @@ def run_blocks(code, fx, okind, oreg, oval, oflag, ins_addr, grid_xyz, block_xyz
                     bar[w, b] = 0
                 grp[w, 1] = 0
                 wstat[w] = 0
-            s8[:] = 0
+            for i in range(s8.shape[0]):
+                s8[i] = 0
             sched[1] = 1
         while True:
             for w in range(nw):

@@ -572,6 +572,9 @@ class _Worker:
         self.rows_m = np.empty(cap, np.uint32)
         self.rows_na = np.empty(cap, np.int32)
         self.addrs = np.empty(cap * ADDRS_PER_ROW + 64, np.uint64)
+        su, sq = np.zeros(1, np.uint32), np.zeros(1, np.int64)
+        self.scratch = (su, su.view(np.float32), sq, sq.view(np.float64), np.zeros(32, np.int64),
+                        np.zeros(32, np.int64), np.zeros(512, np.float64))      # run_blocks allocates nothing
 
     def run(self, launch: tuple, nblocks: int, room: int, record: bool) -> int:
         """Run blocks ``sched[0]…nblocks-1`` until done, full (``room`` rows at most) or a fault."""
@@ -581,7 +584,8 @@ class _Worker:
                             heap, g32, lo, hi, self.s8, self.s8.view(np.uint32), self.l8, self.l8.view(np.uint32),
                             local_size, cb32, self.regs, self.pm, self.lane_pc, self.lane_st, self.lane_wait, self.bar,
                             self.grp, self.wstat, self.sched, self.rows_w[:room], self.rows_i[:room],
-                            self.rows_m[:room], self.rows_na[:room], self.addrs, self.cnt, self.err, record)
+                            self.rows_m[:room], self.rows_na[:room], self.addrs, self.cnt, self.err, *self.scratch,
+                            record)
 
     def grow(self, rows: int, addrs: int) -> None:
         """Larger row buffers (``rows``) and address buffer (``addrs``), the recorded rows kept: one
