@@ -457,6 +457,13 @@ class TraceStreamer(RowSink):
     def __init__(self, writer):
         self.writer = writer
 
+    def start(self, info, compiled, nwarps) -> None:
+        super().start(info, compiled, nwarps)
+        # the static columns are looked up per instruction and the pc is its address: with distinct
+        # addresses they are functions of the pc, so the writer need not check each row
+        if np.unique(compiled.ins_addr).shape[0] == compiled.ins_addr.shape[0]:
+            self.writer.promise_static_by_pc()
+
     def take(self, rows, n_addr, addresses) -> None:
         self.writer.append_rows(rows, n_addr, addresses)
 
