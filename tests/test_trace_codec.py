@@ -248,3 +248,46 @@ def test_trace_of_no_rows_round_trips(tmp_path):
     kt = _random_kernel(np.random.default_rng(1), 0, "stride")
     out = tt.save(Trace([kt], source="empty"), tmp_path / "e.npz")
     _assert_same(kt, tt.load(out).kernels[0])
+
+
+def _frames_bytes(tmp_path, kt, name: str, promise: bool) -> bytes:
+    kw = native.KernelWriter(tmp_path / name)
+    if promise:
+        kw.promise_static_by_pc()
+    for a, b in ((0, 20), (20, 61)):
+        rows = {n: getattr(kt, n)[a:b] for n in native.ROW_COLUMNS if n != "line_num"}
+        kw.append_rows(rows, np.diff(kt.addr_start[a:b + 1]), kt.addresses[kt.addr_start[a]:kt.addr_start[b]])
+    kw.finish(kt.info, kt.opcodes, kt.warp_start, kt.warp_block, kt.block_xyz)
+    return (tmp_path / name / native.FRAMES_FILE).read_bytes()
+
+
+def test_promised_static_columns_are_written_as_the_checked_ones(tmp_path, monkeypatch):
+    """A writer told that the static columns follow the pc (the emulator's rows) skips the per-row
+    check and writes the same frames as one that checks; the check stays for every other writer."""
+    monkeypatch.setattr(codec, "FRAME_ROWS", 16)
+    kt = _random_kernel(np.random.default_rng(5), 61, "mixed")
+    ins = (kt.pc // 16).astype(np.int64)                  # static columns made functions of the pc
+    kt.opcode = (ins % 2).astype(np.int32)
+    kt.dst = np.stack([ins, -ins, ins + 1, ins * 2], axis=1).astype(np.int16)
+    kt.src = np.repeat(ins[:, None], 8, axis=1).astype(np.int16)
+    kt.mem_width = np.where(kt.opcode == 0, 4, 0).astype(np.int16)
+    kt.imm = ins * 1000
+    assert _frames_bytes(tmp_path, kt, "promised", True) == _frames_bytes(tmp_path, kt, "checked", False)
+
+
+def test_emulator_streamer_promises_static_columns_only_for_distinct_addresses():
+    from types import SimpleNamespace
+
+    from teg.emu.launch import TraceStreamer
+
+    class Writer:
+        promised = False
+
+        def promise_static_by_pc(self):
+            self.promised = True
+
+    info = KernelInfo(name="k", grid=(1, 1, 1), block=(32, 1, 1), binary_version=90)
+    for addrs, promised in (([0, 16, 32], True), ([0, 16, 16], False)):
+        w = Writer()
+        TraceStreamer(w).start(info, SimpleNamespace(ins_addr=np.array(addrs, np.int64)), 1)
+        assert w.promised is promised

@@ -800,31 +800,32 @@ def _half_of(regs, w, r, l, i):
 
 
 @njit(cache=True)
-def _x_hmma(pc, w, code, oreg, regs, su, sf):
+def _x_hmma(pc, w, code, oreg, regs, su, sf, fs):
     """HMMA.16816 / HMMA.1688 (D = A·B + C, fp16 inputs, F32 or F16 accumulators) for the whole warp,
     with the fragment layouts of PTX ``mma.m16n8k16`` / ``mma.m16n8k8``: lane ``l`` holds, with
     g = l/4 and t = l%4, A elements (g or g+8, 2t+j [+8]), B elements (2t+j [+8], g) and C/D
-    elements (g or g+8, 2t+j). Products are summed in double precision and rounded once."""
+    elements (g or g+8, 2t+j). Products are summed in double precision and rounded once. ``fs``: 512
+    doubles of scratch for A (16×16), B (16×8) and C (16×8), row-major one after another (the
+    interpreter allocates nothing per instruction)."""
     k = code[pc, O.C_M]
     f32acc = code[pc, O.C_M + 1]
     rd, ra, rb, rc = oreg[pc, 0], oreg[pc, 1], oreg[pc, 2], oreg[pc, 3]
-    A = np.zeros((16, 16))
-    B = np.zeros((16, 8))
-    C = np.zeros((16, 8))
+    for i in range(512):
+        fs[i] = 0.0
     for l in range(32):
         g = l >> 2
         t = l & 3
         for i in range(k // 2):
-            A[g + (8 if (i % 4) >= 2 else 0), 2 * t + (i & 1) + (8 if i >= 4 else 0)] = _half_of(regs, w, ra, l, i)
+            fs[(g + (8 if (i % 4) >= 2 else 0)) * 16 + 2 * t + (i & 1) + (8 if i >= 4 else 0)] = _half_of(regs, w, ra, l, i)
         for i in range(k // 4):
-            B[2 * t + (i & 1) + (8 if i >= 2 else 0), g] = _half_of(regs, w, rb, l, i)
+            fs[256 + (2 * t + (i & 1) + (8 if i >= 2 else 0)) * 8 + g] = _half_of(regs, w, rb, l, i)
         if rc != O.RZ_ROW:
             for i in range(4):
                 if f32acc:
                     v = f32_of(np.int64(regs[w, rc + i, l]), su, sf)
                 else:
                     v = _half_of(regs, w, rc, l, i)
-                C[g + (8 if i >= 2 else 0), 2 * t + (i & 1)] = v
+                fs[384 + (g + (8 if i >= 2 else 0)) * 8 + 2 * t + (i & 1)] = v
     for l in range(32):
         g = l >> 2
         t = l & 3
@@ -832,9 +833,9 @@ def _x_hmma(pc, w, code, oreg, regs, su, sf):
         for i in range(4):
             row = g + (8 if i >= 2 else 0)
             col = 2 * t + (i & 1)
-            acc = C[row, col]
+            acc = fs[384 + row * 8 + col]
             for j in range(k):
-                acc += A[row, j] * B[j, col]
+                acc += fs[row * 16 + j] * fs[256 + j * 8 + col]
             if f32acc:
                 _put(regs, w, rd + i, l, bits_of_f32(acc, su, sf))
             else:
@@ -1293,7 +1294,7 @@ def _x_ldc(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, cb32, err):
 
 
 @njit(cache=True)
-def _x_shfl(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
+def _x_shfl(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, v0, v1):
     """SHFL.mode pd, d, a, b, c (m0 0 IDX, 1 UP, 2 DOWN, 3 BFLY): d = a of the source lane chosen by
     b within the segment and clamp that c encodes; pd is true where that lane is in range (else the
     lane reads its own a)."""
@@ -1302,10 +1303,9 @@ def _x_shfl(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
     k3, r3, v3, _ = _opnd(okind, oreg, oval, oflag, pc, 3)
     k4, r4, v4, _ = _opnd(okind, oreg, oval, oflag, pc, 4)
     r1 = oreg[pc, 1]
-    vals = np.zeros((2, 32), np.int64)
     pd = 0
     for l in range(32):
-        vals[0, l] = _u32(regs, w, l, k2, r2, v2)
+        v0[l] = _u32(regs, w, l, k2, r2, v2)
     for l in range(32):
         if (ex >> l) & 1:
             b = _u32(regs, w, l, k3, r3, v3) & 0x1F
@@ -1321,10 +1321,10 @@ def _x_shfl(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm):
                 ok = j <= max_lane
             if ok:
                 pd |= 1 << l
-            vals[1, l] = vals[0, (j if ok else l) & 31]
+            v1[l] = v0[(j if ok else l) & 31]
     for l in range(32):
         if (ex >> l) & 1:
-            _put(regs, w, r1, l, vals[1, l])
+            _put(regs, w, r1, l, v1[l])
     _set_pred_opnd(okind, oreg, pm, w, pc, 0, pd, ex)
 
 
@@ -1564,7 +1564,7 @@ def _v32(regs, w, l, r, i, x, a):
     return (((np.int64(regs[w, r, l]) | i) ^ x) + a) & M32
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _f_mov(regs, w, fx, pc, ex, tmp, tmp2, wide):
     """MOV / LDC of a resolved constant: 32 bits, or a pair (MOV.64, LDC.64); both words are read
     before either is written."""
@@ -1580,7 +1580,7 @@ def _f_mov(regs, w, fx, pc, ex, tmp, tmp2, wide):
         _wr(regs, w, d + 1, ex, tmp2)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _f_iadd3(regs, pm, w, fx, pc, ex, tmp):
     ci0 = (pm[w, fx[pc, O.FX_Q0]] ^ fx[pc, O.FX_QX0]) & FULL
     ci1 = (pm[w, fx[pc, O.FX_Q1]] ^ fx[pc, O.FX_QX1]) & FULL
@@ -1602,7 +1602,7 @@ def _f_iadd3(regs, pm, w, fx, pc, ex, tmp):
     _wpred(pm, w, fx[pc, O.FX_P1], po1, ex)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _f_imad(regs, pm, w, fx, pc, ex, tmp):
     """IMAD (low word): (a·b mod 2³²) + c + ci, carry-out po."""
     ci = (pm[w, fx[pc, O.FX_Q0]] ^ fx[pc, O.FX_QX0]) & FULL
@@ -1621,7 +1621,7 @@ def _f_imad(regs, pm, w, fx, pc, ex, tmp):
     _wpred(pm, w, fx[pc, O.FX_P0], po, ex)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _f_imadw(regs, pm, w, fx, pc, ex, tmp, tmp2, unsigned):
     """IMAD.WIDE[.U32]: the 64-bit product plus the pair (or 64-bit immediate) c into a pair."""
     ci = (pm[w, fx[pc, O.FX_Q0]] ^ fx[pc, O.FX_QX0]) & FULL
@@ -1645,7 +1645,7 @@ def _f_imadw(regs, pm, w, fx, pc, ex, tmp, tmp2, unsigned):
     _wpred(pm, w, fx[pc, O.FX_P0], po, ex)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _f_lea(regs, pm, w, fx, pc, ex, tmp, hi):
     """LEA (a << s) + b + ci (-a: the complement of the shifted word) and LEA.HI (the high word of
     the pair c:a shifted left), carry-out po."""
@@ -1669,7 +1669,7 @@ def _f_lea(regs, pm, w, fx, pc, ex, tmp, hi):
     _wpred(pm, w, fx[pc, O.FX_P0], po, ex)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _f_lop3(regs, pm, w, fx, pc, ex, tmp):
     """LOP3: each set bit i of the LUT adds the minterm (a or ~a)&(b or ~b)&(c or ~c) of i."""
     lut = fx[pc, O.FX_K]
@@ -1692,7 +1692,7 @@ def _f_lop3(regs, pm, w, fx, pc, ex, tmp):
     _wpred(pm, w, fx[pc, O.FX_P0], pd, ex)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _f_shf(regs, w, fx, pc, ex, tmp):
     """SHF (the general executor's arithmetic, per lane without branches on the form)."""
     k = fx[pc, O.FX_K]
@@ -1720,7 +1720,7 @@ def _f_shf(regs, w, fx, pc, ex, tmp):
     _wr(regs, w, fx[pc, O.FX_D], ex, tmp)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _f_isetp(regs, pm, w, fx, pc, ex):
     """ISETP (not .EX): c = a cmp b (signed: the sign bits flipped, then compared unsigned);
     pd = c bool pin, pq = ¬c bool pin."""
@@ -1747,7 +1747,7 @@ def _f_isetp(regs, pm, w, fx, pc, ex):
     _wpred(pm, w, fx[pc, O.FX_P1], rq, ex)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _f_sel(regs, pm, w, fx, pc, ex, tmp):
     p = (pm[w, fx[pc, O.FX_Q0]] ^ fx[pc, O.FX_QX0]) & FULL
     ra, ia, xa, na = _opnd3(fx, pc, 0)
@@ -1766,7 +1766,7 @@ def _vf(regs, w, l, r, i, x, a):
     return f32_bits_as(((np.int64(regs[w, r, l]) | i) & a) ^ x)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _f_float(regs, w, fx, pc, ex, tmp, form):
     """FADD / FMUL / FFMA, round to nearest, no .FTZ/.SAT/scale: float32 arithmetic and fma are
     correctly rounded, as the general executor's exact-in-double results rounded once. A NaN
@@ -1793,13 +1793,15 @@ def _f_float(regs, w, fx, pc, ex, tmp, form):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _f_mem(regs, w, fx, pc, m, g8, g32, alo, ahi, s8, s32_, l8, l32, local_size, addrs, nadr, store):
     """LD / ST of 1, 2, 4, 8 or 16 bytes per lane (global, shared or local) for the lanes of ``m``:
     the addresses are computed and appended at ``addrs[nadr:]`` first; if every one is aligned and
     inside one allocation (global) or the window, the lanes are loaded or stored in lane order and
     the number of addresses is returned, else -1 with nothing changed (the general executor then
     reports the fault where it happens)."""
+    if m == FULL:
+        return _f_mem_full(regs, w, fx, pc, g8, g32, alo, ahi, s8, s32_, l8, l32, local_size, addrs, nadr, store)
     space, width, typ = fx[pc, O.FX_K], fx[pc, O.FX_K2], fx[pc, O.FX_K3]
     ra, wide, sc, off0 = fx[pc, O.FX_A], fx[pc, O.FX_XA], fx[pc, O.FX_NA], fx[pc, O.FX_IA]
     ru, upair = fx[pc, O.FX_B], fx[pc, O.FX_XB]
@@ -1884,6 +1886,92 @@ def _f_mem(regs, w, fx, pc, m, g8, g32, alo, ahi, s8, s32_, l8, l32, local_size,
     return n
 
 
+@njit(cache=True, inline="always")
+def _f_mem_full(regs, w, fx, pc, g8, g32, alo, ahi, s8, s32_, l8, l32, local_size, addrs, nadr, store):
+    """:func:`_f_mem` for a full warp (all 32 lanes): the same addresses, checks, result and
+    lane order, in branch-free lane loops (the pair halves and the uniform register selected by
+    masks, not branches) that the compiler vectorises."""
+    space, width, typ = fx[pc, O.FX_K], fx[pc, O.FX_K2], fx[pc, O.FX_K3]
+    ra, wide, sc, off0 = fx[pc, O.FX_A], fx[pc, O.FX_XA], fx[pc, O.FX_NA], fx[pc, O.FX_IA]
+    ru, upair = fx[pc, O.FX_B], fx[pc, O.FX_XB]
+    amask = (width if width <= 16 else 16) - 1
+    hia = -np.int64(wide)                 # all ones when the base is a pair
+    hiu = -np.int64(upair)
+    keep = np.int64(-1) if space == O.SP_GLOBAL else np.int64(M32)
+    ra2 = ra + wide                       # ra itself when not a pair (its high word then masked off)
+    ru2 = ru + upair
+    for l in range(32):
+        addr = np.int64(regs[w, ra, l]) | ((np.int64(regs[w, ra2, l]) << 32) & hia)
+        u = np.int64(regs[w, ru, l]) | ((np.int64(regs[w, ru2, l]) << 32) & hiu)
+        addrs[nadr + l] = np.uint64((((addr << sc) + off0) + u) & keep)
+    lo_a = np.int64(addrs[nadr])
+    hi_a = lo_a
+    bad = np.int64(0)
+    for l in range(32):
+        a = np.int64(addrs[nadr + l])
+        lo_a = min(lo_a, a)
+        hi_a = max(hi_a, a)
+        bad |= a & amask
+    if bad:
+        return -1
+    if space == O.SP_GLOBAL:
+        j = _alloc_of(lo_a, alo)
+        if j <= 0 or hi_a + width > ahi[j]:
+            return -1
+        base = alo[0]
+        mem8, mem32 = g8, g32
+        lstep = 0
+    elif space == O.SP_SHARED:
+        if hi_a + width > s8.shape[0]:
+            return -1
+        base = 0
+        mem8, mem32 = s8, s32_
+        lstep = 0
+    else:
+        if hi_a + width > local_size:
+            return -1
+        base = 0
+        mem8, mem32 = l8, l32
+        lstep = local_size
+    d = fx[pc, O.FX_D]
+    rc, ic = fx[pc, O.FX_C], fx[pc, O.FX_IC]
+    lbase = w * 32 * lstep - base
+    if not store and width == 4:
+        for l in range(32):
+            regs[w, d, l] = mem32[(np.int64(addrs[nadr + l]) + lbase + l * lstep) >> 2]
+    elif not store and width == 8:
+        for l in range(32):
+            q = (np.int64(addrs[nadr + l]) + lbase + l * lstep) >> 2
+            regs[w, d, l] = mem32[q]
+            regs[w, d + 1, l] = mem32[q + 1]
+    elif not store and width == 16:
+        for l in range(32):
+            q = (np.int64(addrs[nadr + l]) + lbase + l * lstep) >> 2
+            regs[w, d, l] = mem32[q]
+            regs[w, d + 1, l] = mem32[q + 1]
+            regs[w, d + 2, l] = mem32[q + 2]
+            regs[w, d + 3, l] = mem32[q + 3]
+    elif store and width == 4:
+        for l in range(32):
+            mem32[(np.int64(addrs[nadr + l]) + lbase + l * lstep) >> 2] = np.uint32((np.int64(regs[w, rc, l]) | ic) & M32)
+    else:
+        for l in range(32):
+            off = np.int64(addrs[nadr + l]) + lbase + l * lstep
+            q = off >> 2
+            if store:
+                if width == 8:
+                    mem32[q] = np.uint32((np.int64(regs[w, rc, l]) | ic) & M32)
+                    mem32[q + 1] = np.uint32((np.int64(regs[w, rc + 1, l]) | (ic >> 32)) & M32)
+                elif width == 16:
+                    for j in range(4):
+                        mem32[q + j] = regs[w, rc + j, l]
+                else:
+                    _store(mem8, mem32, off, width, np.int64(regs[w, rc, l]) | ic)
+            else:
+                regs[w, d, l] = np.uint32(_load(mem8, mem32, off, width, typ) & M32)
+    return 32
+
+
 @njit(cache=True)
 def _alloc_of(addr, alo):
     """Index of the last allocation starting at or below ``addr`` (0: below every allocation)."""
@@ -1951,17 +2039,23 @@ def _pick(w, lane_pc, lane_st, lane_wait):
     return pc, gmask, runnable & ~gmask
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def run_warp(w, code, fx, okind, oreg, oval, oflag, regs, pm, lane_pc, lane_st, lane_wait, bar, grp, ins_addr,
              block_xyz, grid_xyz, blk, nthreads, g8, g32, alo, ahi, s8, s32_, l8, l32, local_size,
-             cb32, rows_w, rows_i, rows_m, rows_na, addrs, cnt, err, su, sf, sq, sd, row_warp, tmp, tmp2, record):
+             cb32, rows_w, rows_i, rows_m, rows_na, addrs, cnt, err, su, sf, sq, sd, row_warp, tmp, tmp2, fs, record):
     """Run warp ``w`` of the current block until all its lanes exit (ST_OK), it blocks on BAR.SYNC
     (ST_BAR), the trace buffers are full (ST_FULL, resumable) or an error (err[0] ≥ 10).
 
     Instructions with a specialised form (``fx``, :func:`teg.emu.lower.specialize`) run on their
     branch-free lane loops, the others on the general executors. A uniform branch taken (or not)
     by every runnable lane keeps the group without rescheduling. ``record`` False: rows are
-    counted (``cnt[0]``) but nothing is stored (an untraced launch)."""
+    counted (``cnt[0]``) but nothing is stored (an untraced launch).
+
+    Compiled without numba's reference counting (``_nrt=False``, which the functions it calls
+    inherit): every array it touches belongs to :func:`run_blocks`, which outlives the call, and
+    nothing here allocates (scratch comes in as ``tmp``, ``tmp2``, ``fs``). With counting, each
+    call of a helper with array arguments cost two atomic operations per array — measured as a
+    quarter of the interpreter's time on the tiled matmul."""
     cx = blk % grid_xyz[0]
     cy = (blk // grid_xyz[0]) % grid_xyz[1]
     cz = blk // (grid_xyz[0] * grid_xyz[1])
@@ -2113,7 +2207,7 @@ def run_warp(w, code, fx, okind, oreg, oval, oflag, regs, pm, lane_pc, lane_st, 
             elif op == O.OP_BMSK or op == O.OP_SGXT:
                 _x_bmsk(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
             elif op == O.OP_HMMA:
-                _x_hmma(pc, w, code, oreg, regs, su, sf)
+                _x_hmma(pc, w, code, oreg, regs, su, sf, fs)
             elif op == O.OP_PRMT:
                 _x_prmt(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
             elif op == O.OP_SEL or op == O.OP_FSEL:
@@ -2145,7 +2239,7 @@ def run_warp(w, code, fx, okind, oreg, oval, oflag, regs, pm, lane_pc, lane_st, 
                 if st != 0:
                     return st
             elif op == O.OP_SHFL:
-                _x_shfl(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
+                _x_shfl(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, tmp, tmp2)
             elif op == O.OP_VOTE:
                 _x_vote(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
             elif op == O.OP_REDUX:
@@ -2251,23 +2345,22 @@ def run_warp(w, code, fx, okind, oreg, oval, oflag, regs, pm, lane_pc, lane_st, 
             pc = nxt
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)
 def run_blocks(code, fx, okind, oreg, oval, oflag, ins_addr, grid_xyz, block_xyz, nblocks, g8, g32, alo, ahi,
                s8, s32_, l8, l32, local_size, cb32, regs, pm, lane_pc, lane_st, lane_wait, bar, grp, wstat,
-               sched, rows_w, rows_i, rows_m, rows_na, addrs, cnt, err, record):
+               sched, rows_w, rows_i, rows_m, rows_na, addrs, cnt, err, su, sf, sq, sd, tmp, tmp2, fs, record):
     """Run blocks ``sched[0]…nblocks-1`` (one after another; warps of a block round-robin between
     BAR.SYNC barriers). Returns ST_OK when done, ST_FULL when a trace buffer filled (hand the rows
     on or grow the buffers, and call again: all state lives in the arguments) or an error code
     (details in ``err``). Holds no GIL: launches' block ranges run in threads, each with its own
-    state arrays (the global memory is shared)."""
+    state arrays (the global memory is shared).
+
+    Scratch comes from the caller (``su``/``sf`` one uint32 and its float32 view, ``sq``/``sd``
+    one int64 and its float64 view, ``tmp``/``tmp2`` 32 int64, ``fs`` 512 float64), so that this
+    loop, like :func:`run_warp`, is compiled without numba's reference counting (``_nrt=False``):
+    each call of ``run_warp`` would otherwise count a reference to each of its ~35 arrays."""
     nthreads = block_xyz[0] * block_xyz[1] * block_xyz[2]
     nw = (nthreads + 31) // 32
-    su = np.zeros(1, np.uint32)
-    sf = su.view(np.float32)
-    sq = np.zeros(1, np.int64)
-    sd = sq.view(np.float64)
-    tmp = np.zeros(32, np.int64)
-    tmp2 = np.zeros(32, np.int64)
     while sched[0] < nblocks:
         blk = sched[0]
         if sched[1] == 0:    # start the block: fresh predicates, lanes, barriers, shared memory
@@ -2284,7 +2377,8 @@ def run_blocks(code, fx, okind, oreg, oval, oflag, ins_addr, grid_xyz, block_xyz
                     bar[w, b] = 0
                 grp[w, 1] = 0
                 wstat[w] = 0
-            s8[:] = 0
+            for i in range(s8.shape[0]):
+                s8[i] = 0
             sched[1] = 1
         while True:
             for w in range(nw):
@@ -2293,7 +2387,7 @@ def run_blocks(code, fx, okind, oreg, oval, oflag, ins_addr, grid_xyz, block_xyz
                 st = run_warp(w, code, fx, okind, oreg, oval, oflag, regs, pm, lane_pc, lane_st, lane_wait, bar,
                               grp, ins_addr, block_xyz, grid_xyz, blk, nthreads, g8, g32, alo, ahi, s8, s32_,
                               l8, l32, local_size, cb32, rows_w, rows_i, rows_m, rows_na, addrs, cnt, err,
-                              su, sf, sq, sd, blk * nw + w, tmp, tmp2, record)
+                              su, sf, sq, sd, blk * nw + w, tmp, tmp2, fs, record)
                 if st == ST_FULL or st >= 10:
                     return st
                 wstat[w] = 2 if st == ST_OK else 1

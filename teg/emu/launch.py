@@ -372,17 +372,25 @@ class RowSink:
     """Where the rows of a launch go, handed over in whole blocks (execution order, blocks
     ascending). ``record = False``: nothing is kept (the rows are counted and dropped);
     ``keeps``: every row stays in memory until the launch ends (its growth is checked against the
-    memory this process may use, :func:`_check_recording`)."""
+    memory this process may use, :func:`_check_recording`); ``reuses``: :meth:`take` holds on to
+    none of the arrays it is handed (it writes or copies them), so the serial run hands over every
+    chunk in the same arrays (:class:`ExpandBuffers`)."""
 
     record = True
     keeps = False
+    reuses = False
 
     def start(self, info: KernelInfo, compiled: Compiled, nwarps: int) -> None:
         self.info, self.compiled, self.nwarps = info, compiled, nwarps
         self.per_warp = np.zeros(nwarps, np.int64)
 
     def add(self, rw, ri, rm, rna, addrs) -> None:
-        self.accept(expand_rows(self.compiled, self.info, rw, ri, rm, rna, addrs))
+        if not self.reuses:
+            self.accept(expand_rows(self.compiled, self.info, rw, ri, rm, rna, addrs))
+        else:                    # nothing it is handed is kept: one set of arrays for every chunk
+            if getattr(self, "_buffers", None) is None or self._buffers.info is not self.info:
+                self._buffers = ExpandBuffers(self.info)
+            self.accept(expand_rows(self.compiled, self.info, rw, ri, rm, rna, addrs, self._buffers))
 
     def accept(self, expanded: tuple) -> None:
         """Take the rows :func:`expand_rows` made of whole blocks (grouped by warp)."""
@@ -444,8 +452,17 @@ class TraceStreamer(RowSink):
     """Appends the rows to a native trace's :class:`~teg.trace.native.KernelWriter` as they come
     (memory stays bounded by one chunk of rows whatever the launch's length)."""
 
+    reuses = True                # the writer encodes, writes or copies what it is handed
+
     def __init__(self, writer):
         self.writer = writer
+
+    def start(self, info, compiled, nwarps) -> None:
+        super().start(info, compiled, nwarps)
+        # the static columns are looked up per instruction and the pc is its address: with distinct
+        # addresses they are functions of the pc, so the writer need not check each row
+        if np.unique(compiled.ins_addr).shape[0] == compiled.ins_addr.shape[0]:
+            self.writer.promise_static_by_pc()
 
     def take(self, rows, n_addr, addresses) -> None:
         self.writer.append_rows(rows, n_addr, addresses)
@@ -462,16 +479,42 @@ COLUMN_SHAPES = {"warp": (np.int32, ()), "block": (np.int32, ()), "pc": (np.int6
                  "mem_width": (np.int16, ()), "imm": (np.int64, ())}
 
 
-def expand_rows(compiled: Compiled, info: KernelInfo, rw, ri, rm, rna, addrs):
+class ExpandBuffers:
+    """The trace columns :func:`expand_rows` writes, kept and reused from chunk to chunk of one
+    launch (grown when a chunk needs more) for a sink that does not keep the arrays it is handed."""
+
+    def __init__(self, info: KernelInfo):
+        self.info = info
+        self.rows = -1
+        self.addrs = -1
+
+    def views(self, n: int, n_addr: int) -> tuple:
+        if n > self.rows:
+            self.rows = max(n, 2 * self.rows)
+            self.cols = tuple(np.empty((self.rows, *COLUMN_SHAPES[k][1]), COLUMN_SHAPES[k][0]) for k in COLUMN_SHAPES)
+            self.na = np.empty(self.rows, np.int64)
+        if n_addr > self.addrs:
+            self.addrs = max(n_addr, 2 * self.addrs)
+            self.out = np.empty(self.addrs, np.uint64)
+        return (*(c[:n] for c in self.cols), self.na[:n], self.out[:n_addr])
+
+
+def expand_rows(compiled: Compiled, info: KernelInfo, rw, ri, rm, rna, addrs, buffers: ExpandBuffers | None = None):
     """Rows of whole blocks in execution order → trace columns grouped by warp (a stable sort:
     each warp's rows stay in execution order) with each row's static columns expanded; returns
-    ``(columns, addresses per row, addresses)`` (:func:`teg.emu.rows.expand`)."""
-    from teg.emu.rows import expand
+    ``(columns, addresses per row, addresses)`` (:func:`teg.emu.rows.expand`), in new arrays or,
+    given ``buffers``, in views of those (valid until the next call with them)."""
+    from teg.emu.rows import expand, expand_into
 
     _, opc, dst, src = compiled.static
     lw = compiled.lowered
-    warp, block, pc, opcode, mask, d, s, mw, im, na, addresses = expand(
-        rw, ri, rm, rna, addrs, info.warps_per_block, compiled.ins_addr, opc, dst, src, lw.mem_width, lw.imm)
+    if buffers is None:
+        warp, block, pc, opcode, mask, d, s, mw, im, na, addresses = expand(
+            rw, ri, rm, rna, addrs, info.warps_per_block, compiled.ins_addr, opc, dst, src, lw.mem_width, lw.imm)
+    else:
+        warp, block, pc, opcode, mask, d, s, mw, im, na, addresses = out = buffers.views(rw.shape[0], addrs.shape[0])
+        expand_into(rw, ri, rm, rna, addrs, info.warps_per_block, compiled.ins_addr, opc, dst, src, lw.mem_width,
+                    lw.imm, *out)
     rows = {"warp": warp, "block": block, "pc": pc, "opcode": opcode, "mask": mask, "dst": d, "src": s,
             "mem_width": mw, "imm": im}
     return rows, na, addresses
@@ -536,6 +579,9 @@ class _Worker:
         self.rows_m = np.empty(cap, np.uint32)
         self.rows_na = np.empty(cap, np.int32)
         self.addrs = np.empty(cap * ADDRS_PER_ROW + 64, np.uint64)
+        su, sq = np.zeros(1, np.uint32), np.zeros(1, np.int64)
+        self.scratch = (su, su.view(np.float32), sq, sq.view(np.float64), np.zeros(32, np.int64),
+                        np.zeros(32, np.int64), np.zeros(512, np.float64))      # run_blocks allocates nothing
 
     def run(self, launch: tuple, nblocks: int, room: int, record: bool) -> int:
         """Run blocks ``sched[0]…nblocks-1`` until done, full (``room`` rows at most) or a fault."""
@@ -545,7 +591,8 @@ class _Worker:
                             heap, g32, lo, hi, self.s8, self.s8.view(np.uint32), self.l8, self.l8.view(np.uint32),
                             local_size, cb32, self.regs, self.pm, self.lane_pc, self.lane_st, self.lane_wait, self.bar,
                             self.grp, self.wstat, self.sched, self.rows_w[:room], self.rows_i[:room],
-                            self.rows_m[:room], self.rows_na[:room], self.addrs, self.cnt, self.err, record)
+                            self.rows_m[:room], self.rows_na[:room], self.addrs, self.cnt, self.err, *self.scratch,
+                            record)
 
     def grow(self, rows: int, addrs: int) -> None:
         """Larger row buffers (``rows``) and address buffer (``addrs``), the recorded rows kept: one

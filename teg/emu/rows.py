@@ -18,7 +18,33 @@ from teg.jit import njit
 def expand(rw, ri, rm, rna, addrs, nw, ins_addr, opc, dst, src, mem_width, imm):
     """``(warp, block, pc, opcode, mask, dst, src, mem_width, imm, n_addr, addresses)`` of the rows
     ``rw/ri/rm/rna`` (warp, instruction, mask, address count) with ``addrs`` the rows' addresses
-    in recording order, grouped by warp (``nw`` warps per block)."""
+    in recording order, grouped by warp (``nw`` warps per block), in new arrays."""
+    n = rw.shape[0]
+    total = 0
+    for i in range(n):
+        total += rna[i]
+    warp = np.empty(n, np.int32)
+    block = np.empty(n, np.int32)
+    pc = np.empty(n, np.int64)
+    opcode = np.empty(n, np.int32)
+    mask = np.empty(n, np.uint32)
+    d = np.empty((n, dst.shape[1]), np.int16)
+    s = np.empty((n, src.shape[1]), np.int16)
+    mw = np.empty(n, np.int16)
+    im = np.empty(n, np.int64)
+    na = np.empty(n, np.int64)
+    out = np.empty(total, np.uint64)
+    expand_into(rw, ri, rm, rna, addrs, nw, ins_addr, opc, dst, src, mem_width, imm,
+                warp, block, pc, opcode, mask, d, s, mw, im, na, out)
+    return warp, block, pc, opcode, mask, d, s, mw, im, na, out
+
+
+@njit(cache=True, nogil=True)
+def expand_into(rw, ri, rm, rna, addrs, nw, ins_addr, opc, dst, src, mem_width, imm,
+                warp, block, pc, opcode, mask, d, s, mw, im, na, out):
+    """:func:`expand` into given arrays (at least as long as the rows and their addresses: a sink
+    that does not keep what it is handed reuses one set for every chunk of a launch, so the
+    memory is not faulted in afresh each time)."""
     n = rw.shape[0]
     wlo = 0
     whi = -1
@@ -41,18 +67,6 @@ def expand(rw, ri, rm, rna, addrs, nw, ins_addr, opc, dst, src, mem_width, imm):
     for k in range(nb):
         rstart[k + 1] += rstart[k]
         astart[k + 1] += astart[k]
-    total = astart[nb]
-    warp = np.empty(n, np.int32)
-    block = np.empty(n, np.int32)
-    pc = np.empty(n, np.int64)
-    opcode = np.empty(n, np.int32)
-    mask = np.empty(n, np.uint32)
-    d = np.empty((n, dst.shape[1]), np.int16)
-    s = np.empty((n, src.shape[1]), np.int16)
-    mw = np.empty(n, np.int16)
-    im = np.empty(n, np.int64)
-    na = np.empty(n, np.int64)
-    out = np.empty(total, np.uint64)
     a_in = 0
     for i in range(n):
         k = rw[i] - wlo
@@ -77,4 +91,3 @@ def expand(rw, ri, rm, rna, addrs, nw, ins_addr, opc, dst, src, mem_width, imm):
             out[a_out + q] = addrs[a_in + q]
         astart[k] = a_out + c_n
         a_in += c_n
-    return warp, block, pc, opcode, mask, d, s, mw, im, na, out

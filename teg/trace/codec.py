@@ -147,9 +147,21 @@ def keyed_tables(key: np.ndarray, arrays: list[np.ndarray]) -> list[np.ndarray |
     first, inv = key_index(key)
     out = []
     for a in arrays:
-        t = a[first]
-        out.append(t if np.array_equal(t[inv], a) else None)
+        flat = np.ascontiguousarray(a).reshape(a.shape[0], -1)
+        out.append(a[first] if _is_keyed(flat, first, inv) else None)
     return out
+
+
+@njit(cache=True)
+def _is_keyed(a, first, inv):
+    """Whether every row of ``a`` (rows x values) equals the row ``first[inv[i]]`` of its key (one
+    pass, no gathered copies)."""
+    for i in range(a.shape[0]):
+        f = first[inv[i]]
+        for c in range(a.shape[1]):
+            if a[i, c] != a[f, c]:
+                return False
+    return True
 
 
 def expand_keyed(index: tuple[np.ndarray, np.ndarray], table: np.ndarray) -> np.ndarray:
@@ -218,7 +230,7 @@ def _count_dtype(m: int):
     return np.uint64
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _same(store, at, a, k, n):
     """Whether ``store[at:at + n - 1]`` are the deltas of ``a[k:k + n]``."""
     for q in range(1, n):
@@ -232,7 +244,9 @@ def _encode_addresses(na, a):
     """Kinds, bases, strides, pattern ids, pattern starts, deltas and lanes of the rows (``na``
     addresses each, ``a`` as int64), one pass per row; a DELTAS row's deltas are looked up in a
     hash table of the frame's patterns (open addressing, FNV-1a over the deltas and their count)
-    and stored once. Arrays are allocated at their largest and trimmed."""
+    and stored once (the last two patterns found are tried first: rows of one warp alternate
+    between a few shapes; a pattern's id is the same whichever way it is found). Arrays are
+    allocated at their largest and trimmed."""
     nrows = na.shape[0]
     nmem = 0
     for i in range(nrows):
@@ -252,6 +266,7 @@ def _encode_addresses(na, a):
     table = np.full(slots, -1, np.int64)
     plen = np.empty(nmem, np.int64)
     j = k = ns = npat = nd = nl = npr = 0
+    last0 = last1 = -1               # the last two patterns found
     for i in range(nrows):
         n = na[i]
         if n == 0:
@@ -260,14 +275,12 @@ def _encode_addresses(na, a):
         step = a[k + 1] - b if n > 1 else 0
         strided = True
         fits = True
-        h = np.uint64(14695981039346656037) ^ np.uint64(n)
         for q in range(1, n):
             d = a[k + q] - a[k + q - 1]
             if d != step:
                 strided = False
             if d < -2147483648 or d > 2147483647:
                 fits = False
-            h = (h ^ np.uint64(d & 0xFFFFFFFF)) * np.uint64(1099511628211)
         base[j] = b
         if strided:
             kind[j] = 0
@@ -275,6 +288,22 @@ def _encode_addresses(na, a):
             ns += 1
         elif fits:
             kind[j] = 1
+            if last0 >= 0 and plen[last0] == n and _same(store, pstart[last0], a, k, n):
+                pattern[npr] = last0
+                npr += 1
+                j += 1
+                k += n
+                continue
+            if last1 >= 0 and plen[last1] == n and _same(store, pstart[last1], a, k, n):
+                pattern[npr] = last1
+                last0, last1 = last1, last0
+                npr += 1
+                j += 1
+                k += n
+                continue
+            h = np.uint64(14695981039346656037) ^ np.uint64(n)
+            for q in range(1, n):
+                h = (h ^ np.uint64((a[k + q] - a[k + q - 1]) & 0xFFFFFFFF)) * np.uint64(1099511628211)
             slot = np.int64(h & np.uint64(slots - 1))
             while True:
                 p = table[slot]
@@ -292,6 +321,8 @@ def _encode_addresses(na, a):
                     pattern[npr] = p
                     break
                 slot = (slot + 1) & (slots - 1)
+            last1 = last0
+            last0 = pattern[npr]
             npr += 1
         else:
             kind[j] = 2

@@ -116,6 +116,7 @@ class FrameWriter:
 
     def __init__(self, dirpath: Path, names: list[str]):
         self.names = names
+        self.static_by_pc = False     # the writer of the rows guarantees the static columns are functions of the pc
         self.fh = open(dirpath / FRAMES_FILE, "wb")
         self.pending: list[tuple[dict, np.ndarray, np.ndarray]] = []
         self.pending_rows = 0
@@ -159,7 +160,13 @@ class FrameWriter:
         cols = [np.asarray(rows[name], COLUMNS[name][0]).reshape(n, -1) for name in self.names]
         static = [i for i, name in enumerate(self.names) if name in STATIC_COLUMNS]
         keyed = [False] * len(cols)
-        for i, t in zip(static, codec.keyed_tables(cols[self.names.index("pc")].reshape(-1), [cols[i] for i in static])):
+        pc = cols[self.names.index("pc")].reshape(-1)
+        if self.static_by_pc and n:          # no need to check each row: one item per distinct pc
+            first, _ = codec.key_index(pc)
+            tables = [cols[i][first] for i in static]
+        else:
+            tables = codec.keyed_tables(pc, [cols[i] for i in static])
+        for i, t in zip(static, tables):
             if t is not None:
                 cols[i], keyed[i] = t, True
         addr = codec.encode_addresses(n_addr, addresses)
@@ -202,6 +209,13 @@ class KernelWriter:
             self.cols = {n: ColumnWriter(self.dir / f"{n}.npy", *COLUMNS[n]) for n in names}
             self.cols["addr_start"].append(np.zeros(1, np.int64))
         self.n_addr = 0
+
+    def promise_static_by_pc(self) -> None:
+        """The caller guarantees that every row's static columns (:data:`STATIC_COLUMNS`) are a
+        function of its pc (an emulator whose instructions have distinct addresses): the compact
+        frames then store them keyed without comparing each row (what they store is the same)."""
+        if self.frames is not None:
+            self.frames.static_by_pc = True
 
     def append_rows(self, rows: dict[str, np.ndarray], n_addr: np.ndarray, addresses: np.ndarray) -> None:
         """Append a batch of rows; ``n_addr`` holds the address count of each row."""
