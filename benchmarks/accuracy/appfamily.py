@@ -62,8 +62,8 @@ def row_budget() -> int:
 
 def launch_policy() -> str:
     """The warp scheduling policy every launch is estimated with: teg's default ``gto``, or
-    ``TEG_ACCURACY_APPS_POLICY`` (``lrr``) for a what-if run (part of the cache key)."""
-    return os.environ.get("TEG_ACCURACY_APPS_POLICY", "gto")
+    ``TEG_ACCURACY_POLICY`` (``lrr``) for a what-if run (part of the cache key)."""
+    return os.environ.get("TEG_ACCURACY_POLICY", "gto")
 
 
 @dataclass(frozen=True)

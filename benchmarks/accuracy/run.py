@@ -249,10 +249,14 @@ def trace(kind: str, arch: str, kernel: str, grid, block, args: list, tag: str, 
 
 
 def engine(prog, kt, m, record_timeline=False, **opts):
+    """One micro-benchmark launch on every SM of ``m`` (warp scheduling: teg's default, or
+    ``TEG_ACCURACY_POLICY`` for a what-if, as the apps family)."""
+    import appfamily as af
     from teg.engine import KernelInputs, Options
     from teg.engine.runner import run_kernel
     return run_kernel(KernelInputs(program=prog, kernel_trace=kt, machine=m),
-                      Options(sms=m.num_sms, record_timeline=record_timeline, **opts)).result
+                      Options(sms=m.num_sms, record_timeline=record_timeline, policy=af.launch_policy(),
+                              **opts)).result
 
 
 def _stalls(res) -> dict:
