@@ -83,6 +83,19 @@ def test_cli_offers_every_sampling():
     assert "sampling" in ENGINE_PARAMS
 
 
+def test_cli_refuses_sampling_without_sms():
+    """--sampling only deals the blocks of sampled SMs: given without --sms it would be ignored, so it
+    is a usage error (exit 2, one line naming both options); with --sms it runs."""
+    from click.testing import CliRunner
+
+    from teg.cli import main
+
+    r = CliRunner().invoke(main, ["estimate", "--sampling", "round-robin"])
+    assert r.exit_code == 2 and "--sampling" in r.output and "--sms" in r.output, r.output
+    r = CliRunner().invoke(main, ["estimate", "--sampling", "round-robin", "--sms", "2"])
+    assert r.exit_code == 0 and "2 SMs" in r.output, r.output
+
+
 def _param_names(decorator):
     return [p.name for p in decorator(lambda: None).__click_params__]
 

@@ -110,8 +110,15 @@ APP_PARAMS = frozenset(INPUT_PARAMS + EXECUTOR_PARAMS + ("blocks_per_sm", "as_js
 def engine_options(params: dict):
     """The engine's :class:`~teg.engine.options.Options` from a command's parameters (those of
     :data:`ENGINE_PARAMS` given; the rest keep their defaults)."""
+    from click.core import ParameterSource
+
     from teg.engine.options import Options
 
+    ctx = click.get_current_context(silent=True)
+    if (ctx is not None and params.get("sms") is None
+            and ctx.get_parameter_source("sampling") not in (ParameterSource.DEFAULT, None)):
+        raise click.UsageError("--sampling deals the blocks of sampled SMs: give --sms N with it (without --sms "
+                               "every SM is simulated and blocks are dealt as they free slots)")
     return Options(**{k: params[k] for k in ENGINE_PARAMS if params.get(k) is not None})
 
 
