@@ -282,6 +282,10 @@ def test_apps_manifests_match_the_measured_sets(acc, af):
     gv = af.measured_rows("gv100", acc.MEASURED, mans)
     assert all(set(r["peers"]) == {"Accel-Sim", "HyFiSS", "PPT-GPU"} for r in gv)
     assert sum(r["peers"]["HyFiSS"] is None for r in gv) == 6        # lud #59, SN_32 #10, 17, 20, 23, 27
+    # SM active / GPU active of the sheet: gramschmidt 0 (one block) 1,002.2 of 81,477 cycles
+    gs0 = next(r for r in gv if r["app"] == "gramschmidt" and r["launch"] == 0)
+    assert gs0["sm_active_ratio"] == pytest.approx(1002.2 / 81477)
+    assert all(0 < r["sm_active_ratio"] <= 1 for r in gv)
 
 
 def test_bad_manifest_is_one_line_naming_the_file(af, tmp_path):
@@ -509,6 +513,8 @@ def test_run_program_estimates_each_launch_once(af, tmp_path, monkeypatch):
         for i in range(3):        # 8 blocks of 4 warps over 1000 elements: 32 warps with active lanes
             assert (r[i]["global_load_requests"], r[i]["global_store_requests"]) == (32, 32)
             assert r[i]["cycles"] > 0 and r[i]["sms"] == r[i]["num_sms"] == {"gv100": 80, "h200": 132}[gpu]
+            # 8 blocks, one per SM (breadth-first), the other SMs idle: at most 8 / SMs active
+            assert 0 < r[i]["sm_active_ratio"] <= 8 / r[i]["num_sms"]
         assert r[1]["cycles"] == r[0]["cycles"] and r[1]["warp_instructions"] == r[0]["warp_instructions"]
         again = af.run_program(gpu, m, [0, 1, 2], tmp_path / "cache")
         assert again["cached"] and again["results"] == r and again["stdout"] == res["stdout"]

@@ -38,6 +38,28 @@ def test_dynamic_dealing_gives_the_next_block_to_the_sm_that_frees_first():
     assert rr.outcome.sm_blocks == [2, 2, 2]
 
 
+def test_sm_active_is_each_sms_span_from_the_start_to_its_last_block():
+    """The SM active figure (Nsight Compute's ``sm__cycles_active.avg`` / GPU active cycles) of the
+    case above. Dynamic: SM 0 runs block 0 (cycles 0-99, active 100); SM 1 blocks 1, 3, 5 (each
+    retires at its 10th cycle and the next starts one cycle later: 0-9, 10-19, 20-29, active 30);
+    SM 2 blocks 2 and 4 (active 20): the average SM is active (100 + 30 + 20) / 3 = 50 of the
+    kernel's 100 cycles. Round-robin: SM 0 runs blocks 0 and 3 (110), SMs 1 and 2 two short
+    blocks each (20): 50 of 110. A fourth SM that runs nothing counts as 0 active cycles."""
+    from teg.report.summary import summary_data, summary_text
+
+    lengths = [100, 10, 10, 10, 10, 10]
+    dyn = run(alu_blocks(lengths, sms=3, resident=1, deal=True))
+    assert list(dyn.sm_cycles) == [100, 30, 20]
+    assert dyn.sm_active == 50.0 and dyn.sm_active_ratio == 0.5
+    d = summary_data(dyn)
+    assert d["sm_active_cycles"] == 50.0 and d["sm_active_ratio"] == 0.5
+    assert "SM active   50 cycles the average SM (50.0% of the kernel's" in summary_text(dyn)
+    rr = run(alu_blocks(lengths, sms=3, resident=1, deal=False))
+    assert list(rr.sm_cycles) == [110, 20, 20] and rr.sm_active_ratio == pytest.approx(50 / 110)
+    idle = run(alu_blocks([10, 10, 10], sms=4, resident=1, deal=True))
+    assert list(idle.sm_cycles) == [10, 10, 10, 0] and idle.sm_active_ratio == 0.75
+
+
 def test_first_wave_is_spread_breadth_first():
     """2 SMs with room for 2 blocks each, 2 blocks of 50 one-cycle instructions on one scheduler:
     the first wave gives each SM one block (50 cycles), not both to SM 0 (which would issue 100

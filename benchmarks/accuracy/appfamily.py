@@ -52,12 +52,18 @@ ROOT = HERE.parent.parent
 LAUNCH_FLOOR = 5000            # rows under this many measured cycles mostly measure the launch floor
 NVCC_FLAGS = ("-O3", "-cudart", "shared")
 MAX_INSTRUCTIONS = 2_000_000_000     # per launch (lavaMD's one launch: 0.52 G warp instructions on sm_90)
-RESULT_VERSION = 1             # bump when what a cached launch result holds changes
+RESULT_VERSION = 2             # bump when what a cached launch result holds changes
 PEERS = (("asim_cycles", "Accel-Sim"), ("hyfiss_cycles", "HyFiSS"), ("ppt_cycles", "PPT-GPU"))
 
 
 def row_budget() -> int:
     return int(os.environ.get("TEG_ACCURACY_APPS_ROWS", 12_000_000))
+
+
+def launch_policy() -> str:
+    """The warp scheduling policy every launch is estimated with: teg's default ``gto``, or
+    ``TEG_ACCURACY_POLICY`` (``lrr``) for a what-if run (part of the cache key)."""
+    return os.environ.get("TEG_ACCURACY_POLICY", "gto")
 
 
 @dataclass(frozen=True)
@@ -153,6 +159,12 @@ def _num(text: str) -> float | None:
     return float(text) if text not in ("", None) else None
 
 
+def _ratio(num, den) -> float | None:
+    """``num / den`` of two CSV fields (None when either is empty)."""
+    a, b = _num(num), _num(den)
+    return a / b if a is not None and b else None
+
+
 def measured_rows(gpu: str, measured_dir: Path, mans: dict[str, Manifest]) -> list[dict]:
     """The measured set's rows as dicts: program, launch (from 0), kernel, grid, block, cycles,
     warp instructions, read / write requests, and (gv100) the peers' cycles."""
@@ -170,6 +182,7 @@ def measured_rows(gpu: str, measured_dir: Path, mans: dict[str, Manifest]) -> li
                        "block": _grid(r["block"]), "cycles": float(r["ncu_gpu_active_cycles"]),
                        "warp_insts": float(r["ncu_warp_insts"]), "read_req": int(float(r["ncu_gmem_read_req"])),
                        "write_req": int(float(r["ncu_gmem_write_req"])),
+                       "sm_active_ratio": _ratio(r["ncu_sm_active_cycles"], r["ncu_gpu_active_cycles"]),
                        "peers": {name: _num(r[col]) for col, name in PEERS}}
             else:
                 prog = r["program"]
@@ -179,7 +192,8 @@ def measured_rows(gpu: str, measured_dir: Path, mans: dict[str, Manifest]) -> li
                        "kernel": r["kernel"], "mangled": r["kernel"], "grid": _grid(r["grid"]),
                        "block": _grid(r["block"]), "cycles": float(r["gpu_active_cycles"]),
                        "warp_insts": float(r["warp_insts"]), "read_req": int(float(r["gmem_read_req"])),
-                       "write_req": int(float(r["gmem_write_req"])), "peers": {}}
+                       "write_req": int(float(r["gmem_write_req"])),
+                       "sm_active_ratio": _ratio(r.get("sm_active_cycles"), r["gpu_active_cycles"]), "peers": {}}
             out.append(row)
     return out
 
@@ -256,10 +270,10 @@ def _row_sink_base():
 
 def launch_options(sms: int):
     """The engine options every launch is estimated with: ``sms`` simulated SMs (``num_sms``: the
-    whole GPU), the rest teg's defaults — also the sampling whose blocks :class:`EstimateSink`
-    keeps."""
+    whole GPU), the warp scheduling policy of :func:`launch_policy`, the rest teg's defaults — also
+    the sampling whose blocks :class:`EstimateSink` keeps."""
     from teg.engine import Options
-    return Options(sms=sms)
+    return Options(sms=sms, policy=launch_policy())
 
 
 class EstimateSink(_row_sink_base()):
@@ -406,7 +420,8 @@ def estimate_launch(program, kt, machine, sms: int) -> dict:
     from teg.engine import KernelInputs
     from teg.engine.runner import run_kernel
     res = run_kernel(KernelInputs(program=program, kernel_trace=kt, machine=machine), launch_options(sms)).result
-    return {"cycles": float(res.cycles), "engine_instructions": int(res.instructions), "stalls": _stalls(res)}
+    return {"cycles": float(res.cycles), "engine_instructions": int(res.instructions), "stalls": _stalls(res),
+            "sm_active_ratio": round(res.sm_active_ratio, 4)}
 
 
 def make_hook(machine, wanted: set[int], cached: dict[int, dict], budget: int, store):
@@ -485,6 +500,8 @@ def result_key(binary: Path, m: Manifest, s: AppSet) -> str:
     h = hashlib.sha1()
     h.update(binary.read_bytes())
     h.update(json.dumps([m.args, s.machine, s.device, row_budget(), RESULT_VERSION]).encode())
+    if launch_policy() != "gto":
+        h.update(launch_policy().encode())
     h.update(teg_sources_hash().encode())
     return h.hexdigest()[:16]
 

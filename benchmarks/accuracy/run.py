@@ -196,7 +196,8 @@ def apps_points(gpus, quick, suite: str | None = None):
                              detail={"app": r["app"], "suite": r["suite"], "kernel": r["mangled"],
                                      "request_note": mans[r["program"]].request_notes.get(f"{gpu} {r['launch']}"),
                                      "grid": r["grid"], "block": r["block"], "read_req": r["read_req"],
-                                     "write_req": r["write_req"], "peers": r["peers"]}))
+                                     "write_req": r["write_req"], "peers": r["peers"],
+                                     "measured_sm_active_ratio": r.get("sm_active_ratio")}))
     return pts
 
 
@@ -248,10 +249,14 @@ def trace(kind: str, arch: str, kernel: str, grid, block, args: list, tag: str, 
 
 
 def engine(prog, kt, m, record_timeline=False, **opts):
+    """One micro-benchmark launch on every SM of ``m`` (warp scheduling: teg's default, or
+    ``TEG_ACCURACY_POLICY`` for a what-if, as the apps family)."""
+    import appfamily as af
     from teg.engine import KernelInputs, Options
     from teg.engine.runner import run_kernel
     return run_kernel(KernelInputs(program=prog, kernel_trace=kt, machine=m),
-                      Options(sms=m.num_sms, record_timeline=record_timeline, **opts)).result
+                      Options(sms=m.num_sms, record_timeline=record_timeline, policy=af.launch_policy(),
+                              **opts)).result
 
 
 def _stalls(res) -> dict:
@@ -463,7 +468,7 @@ def evaluate_program(points: list[Point]) -> list[Point]:
                   "stdout": res["stdout"], "native_stdout": nat["text"] if nat else None})
         for k in ("warp_instructions", "global_load_requests", "global_store_requests", "global_atomic_requests",
                   "sms", "num_sms", "kept_rows", "same_as", "stalls", "emulate_s", "estimate_s", "kernel",
-                  "grid", "block", "engine_instructions", "peak_rss_mb"):
+                  "grid", "block", "engine_instructions", "peak_rss_mb", "sm_active_ratio"):
             if k in r:
                 d["traced_" + k if k in ("kernel", "grid", "block") else k] = r[k]
         if r.get("warp_instructions") is not None:
@@ -745,7 +750,7 @@ def write_csv(points: list[Point], path: str):
                     "measured_instructions", "predicted_instructions", "seconds", "top_stalls", "failure",
                     *[f"{n}_cycles" for n in peer_names], "measured_read_req", "traced_read_req",
                     "measured_write_req", "traced_write_req", "sampled_sms", "same_as", "emulate_s", "estimate_s",
-                    "peak_rss_mb", "all_stalls"])
+                    "peak_rss_mb", "all_stalls", "measured_sm_active_ratio", "sm_active_ratio"])
         for p in points:
             d = p.detail
             peers = d.get("peers", {})
@@ -759,7 +764,13 @@ def write_csv(points: list[Point], path: str):
                         d["sms"] if d.get("sms") is not None and d["sms"] < d.get("num_sms", 0) else "",
                         "" if d.get("same_as") is None else d["same_as"], d.get("emulate_s", ""),
                         d.get("estimate_s", ""), d.get("peak_rss_mb", ""),
-                        ";".join(f"{k}={v:.4f}" for k, v in (d.get("stalls") or p.stalls).items())])
+                        ";".join(f"{k}={v:.4f}" for k, v in (d.get("stalls") or p.stalls).items()),
+                        _fmt_ratio(d.get("measured_sm_active_ratio")), _fmt_ratio(d.get("sm_active_ratio"))])
+
+
+def _fmt_ratio(x) -> str:
+    """An SM active / GPU active ratio for the CSV (empty: none)."""
+    return "" if x is None else f"{x:.4f}"
 
 
 def select(families, gpus, quick) -> list[Point]:

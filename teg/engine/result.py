@@ -56,6 +56,23 @@ class Result:
         clk = self.clock_mhz
         return self.cycles / clk if clk else None
 
+    @property
+    def sm_active(self) -> float:
+        """The average simulated SM's active cycles: each SM is active from the kernel's start (the
+        first wave is launched at cycle 0) to its last completion (``sm_cycles``; an SM that ran no
+        block: 0), averaged over every simulated SM — what Nsight Compute's ``sm__cycles_active.avg``
+        counts (cycles with at least one warp resident), the launch and drain excluded."""
+        n = int(np.asarray(self.sm_cycles).shape[0])
+        return float(np.asarray(self.sm_cycles, np.float64).sum() / n) if n else 0.0
+
+    @property
+    def sm_active_ratio(self) -> float:
+        """:attr:`sm_active` over the kernel's cycles (launch and drain included): Nsight Compute's
+        SM active / GPU active cycles (``sm__cycles_active.avg / gpc__cycles_elapsed.max``). Below
+        1 by the launch and drain, by SMs that ran no block, and by SMs that finish before the last
+        (load imbalance, a partial last wave); with sampled SMs, over those SMs only."""
+        return self.sm_active / self.cycles if self.cycles else 0.0
+
     def stall_fractions(self) -> dict[str, float]:
         return {k: (v / self.cycles if self.cycles else 0.0) for k, v in self.stalls.items()}
 

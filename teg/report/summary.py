@@ -5,6 +5,8 @@ its set-up (:class:`~teg.engine.setup.RunSetup`) and per-SM outcome
 
 from __future__ import annotations
 
+import numpy as np
+
 from teg.engine.result import Result
 from teg.engine.setup import RunSetup, SmOutcome
 from teg.report.layout import table
@@ -57,6 +59,15 @@ def blocks_line(s: RunSetup | None, o: SmOutcome | None) -> str | None:
     return f"blocks      {sum(per_sm)} on {len(ran)} of {len(per_sm)} SMs, {each} per SM, {waves:.3g} waves"
 
 
+def sm_active_line(r: Result) -> str | None:
+    """The average SM's active cycles and their share of the kernel's (Nsight Compute's SM active /
+    GPU active cycles, :attr:`Result.sm_active_ratio`); None for one simulated SM."""
+    if r.sm_cycles is None or np.asarray(r.sm_cycles).shape[0] < 2 or not r.cycles:
+        return None
+    return (f"SM active   {r.sm_active:.0f} cycles the average SM ({100.0 * r.sm_active_ratio:.1f}% of the "
+            f"kernel's; each SM from the start to its last block's end)")
+
+
 def summary_text(r: Result, top_pcs: int = 10, views=("summary", "stalls")) -> str:
     """Summary of one estimate: cycles, time, IPC, occupancy, stall breakdown, hottest PCs.
     ``views`` picks the sections: ``summary`` (setup, cycles, time, IPC, occupancy, blocks, notes)
@@ -81,6 +92,9 @@ def summary_text(r: Result, top_pcs: int = 10, views=("summary", "stalls")) -> s
     bl = blocks_line(s, o)
     if bl:
         lines.append(bl)
+    act = sm_active_line(r)
+    if act:
+        lines.append(act)
     for note in s.notes:
         lines.append(f"note        {note}")
     rows = [[k, str(v), f"{100.0 * v / r.cycles:.1f}%"] for k, v in sorted(r.stalls.items(), key=lambda kv: -kv[1]) if v]
@@ -120,6 +134,8 @@ def summary_data(r: Result) -> dict:
         "dealing": s.dealing,
         "sm_blocks": o.sm_blocks if o is not None else None,
         "waves": s.waves if r.setup is not None else None,
+        "sm_active_cycles": round(r.sm_active, 1),
+        "sm_active_ratio": round(r.sm_active_ratio, 4),
         "l1_bytes": s.l1_bytes if r.setup is not None else None,
         "shared_carveout_bytes": s.shared_carveout_bytes,
         "stalls": {k: v for k, v in r.stalls.items() if v},
