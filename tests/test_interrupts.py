@@ -18,8 +18,22 @@ import pytest
 from procs import PAUSER, env_with, finish_or_dump, wait_for
 
 TORCH = Path(__file__).parent / "data" / "traces" / "dp-performance-accel-sim" / "simpletorch"
-# 6 kernels x 48 warp counts: more than the first second the calling process runs itself, so the pool starts
-ARGS = ["sweep", "--trace", str(TORCH), "--warps", ",".join(map(str, range(1, 49))), "--jobs", "2", "--csv"]
+
+
+def sweep_args(folder: Path) -> list[str]:
+    """``teg sweep`` of 6 kernels x 48 warp counts x every what-if (about 6,000 points, ~30 CPU-s):
+    far more than the first second the calling process runs itself (executors.HEAD_S), on any
+    machine, so the pool always starts (6 x 48 baseline points alone took 1.5 s on a quiet machine,
+    all inside that first second)."""
+    import yaml
+
+    from teg.engine.options import MECHANISMS
+
+    spec = folder / "sweep.yaml"
+    spec.write_text(yaml.safe_dump({"traces": [str(TORCH)], "warps": list(range(1, 49)),
+                                    "whatif": ["none", "all", *MECHANISMS]}))
+    return ["sweep", "--spec", str(spec), "--jobs", "2", "--csv"]
+
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
 
@@ -62,7 +76,7 @@ def start_paused(tmp_path, **popen):
     sig = tmp_path / "sig"
     sig.mkdir()
     p = subprocess.Popen([sys.executable, "-c", PAUSER, "teg.analysis.executors:completed", "1", str(sig), "p",
-                          *ARGS], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          *sweep_args(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          env=env_with(TEG_CACHE_DIR=tmp_path / "cache"), preexec_fn=as_from_a_terminal, **popen)
     wait_for(sig / "p.at", p, timeout=180)
     t0 = time.monotonic()
