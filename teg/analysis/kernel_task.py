@@ -181,19 +181,26 @@ def _run_into(got: dict, task: KernelTask) -> None:
                                     stalls={k: v for k, v in r.stalls.items() if v})
 
 
-def run_kernel_task(task: KernelTask) -> KernelRow:
-    """Estimate one kernel (or its what-ifs) in the calling process (module docstring)."""
-    from dataclasses import replace
-
+def recorded(fill, item) -> tuple[dict, tuple[str, ...]]:
+    """``fill(got, item)`` with a fresh dict ``got``: what it filled in, an exception's one line as
+    ``got["error"]`` (recorded with the item: every other item still runs), and the distinct
+    unknown-opcode warnings it raised, sorted."""
     got: dict = {}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UnknownOpcodeWarning)
         try:
-            _run_into(got, task)
-        except Exception as exc:      # recorded with the kernel: every other kernel still runs
+            fill(got, item)
+        except Exception as exc:
             got["error"] = error_line(exc)
-    got["warnings"] = tuple(sorted({str(w.message) for w in caught if issubclass(w.category, UnknownOpcodeWarning)}))
-    return replace(KernelRow.of(task.ref, task.machine), **got)
+    return got, tuple(sorted({str(w.message) for w in caught if issubclass(w.category, UnknownOpcodeWarning)}))
+
+
+def run_kernel_task(task: KernelTask) -> KernelRow:
+    """Estimate one kernel (or its what-ifs) in the calling process (module docstring)."""
+    from dataclasses import replace
+
+    got, caught = recorded(_run_into, task)
+    return replace(KernelRow.of(task.ref, task.machine), **got, warnings=caught)
 
 
 def tasks_for(app, machine: str | None = None, options: Options | None = None, sass: str | None = None,

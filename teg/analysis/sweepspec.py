@@ -33,15 +33,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import warnings
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
 import yaml
 
-from teg import TegError, UnknownOpcodeWarning
-from teg import error_line
-from teg.analysis.kernel_task import kernel_inputs_of, largest_stall
+from teg import TegError
+from teg.analysis.kernel_task import kernel_inputs_of, largest_stall, recorded
 from teg.trace.application import Application, KernelRef, open_application, select
 from teg.engine.options import MECHANISMS, Options, OptionsError
 
@@ -412,15 +410,8 @@ def _run_point_into(got: dict, pt: SweepPoint) -> None:
 
 def run_point(pt: SweepPoint) -> PointRow:
     """The row of one point; a failure is recorded in ``status``/``error``, never raised."""
-    got: dict = {}
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", UnknownOpcodeWarning)
-        try:
-            _run_point_into(got, pt)
-        except Exception as exc:      # recorded with the point: the others still run
-            got["error"] = error_line(exc)
-    got["warnings"] = "; ".join(sorted({str(w.message) for w in caught if issubclass(w.category, UnknownOpcodeWarning)}))
-    return replace(_launch_row(pt), **got)
+    got, caught = recorded(_run_point_into, pt)
+    return replace(_launch_row(pt), **got, warnings="; ".join(caught))
 
 
 # ---- a whole sweep --------------------------------------------------------------------------------
