@@ -49,7 +49,7 @@ def test_sm_active_is_each_sms_span_from_the_start_to_its_last_block():
 
     lengths = [100, 10, 10, 10, 10, 10]
     dyn = run(alu_blocks(lengths, sms=3, resident=1, deal=True))
-    assert list(dyn.sm_cycles) == [100, 30, 20]
+    assert list(dyn.sm_cycles) == [100, 30, 20] and list(dyn.sm_retired) == [100, 30, 20]
     assert dyn.sm_active == 50.0 and dyn.sm_active_ratio == 0.5
     d = summary_data(dyn)
     assert d["sm_active_cycles"] == 50.0 and d["sm_active_ratio"] == 0.5
@@ -464,3 +464,22 @@ def test_a_dirty_line_pushed_out_of_the_l2_is_written_back_on_its_channel(second
     # without the bandwidth mechanism the channel never queues: the last load's data at 3 + 300
     off = run(with_switches(inp, bandwidth=False))
     assert off.cycles == 303 <= r.cycles
+
+
+def test_sm_active_ends_when_the_last_warp_exits_not_when_its_writes_are_acknowledged():
+    """Nsight Compute counts an SM active while a warp is resident; a warp whose last instruction
+    is a global store leaves once the store has read its registers, and the write's acknowledgement
+    counts for the kernel's end only (docs/model.md, "Launch and occupancy"). Two SMs, one warp
+    each: an ALU instruction at cycle 0 (result at 1), then an STG of its result at 1, which reads
+    its registers by 1 + rbar 3 = 4: the block retires at 4. No caches: the write is acknowledged
+    at 1 + dram_latency 400 = 401, the kernel's end. Each SM is active 4 of the 401 cycles (it was
+    401 while the acknowledgement counted)."""
+    inp = make_input(lat_exec=[1, 0], lat_multi=[1, 1], lat_same=[1, 1], dst=[[4], []], src=[[], [4]],
+                     mem=[0, MEM_GLOBAL], store=[0, 2], depcause=[INT, INT], rows_per_warp=[[0, 1], [0, 1]],
+                     warps_per_block=1, tx=[[], [(0, 32, 0)], [], [(4096, 32, 0)]], sms=2, resident=1, deal=True,
+                     dram_latency=400.0, rbar_latency=3.0)
+    r = run(inp)
+    assert r.cycles == 401
+    assert r.sm_cycles.tolist() == [401, 401]
+    assert r.sm_retired.tolist() == [4, 4]
+    assert r.sm_active == 4.0 and r.sm_active_ratio == pytest.approx(4 / 401)

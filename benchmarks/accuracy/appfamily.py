@@ -421,7 +421,7 @@ def estimate_launch(program, kt, machine, sms: int) -> dict:
     from teg.engine.runner import run_kernel
     res = run_kernel(KernelInputs(program=program, kernel_trace=kt, machine=machine), launch_options(sms)).result
     return {"cycles": float(res.cycles), "engine_instructions": int(res.instructions), "stalls": _stalls(res),
-            "sm_active_ratio": round(res.sm_active_ratio, 4)}
+            "sm_active_ratio": round(res.sm_active_ratio, 6)}
 
 
 def make_hook(machine, wanted: set[int], cached: dict[int, dict], budget: int, store):

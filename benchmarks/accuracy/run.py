@@ -770,7 +770,7 @@ def write_csv(points: list[Point], path: str):
 
 def _fmt_ratio(x) -> str:
     """An SM active / GPU active ratio for the CSV (empty: none)."""
-    return "" if x is None else f"{x:.4f}"
+    return "" if x is None else f"{x:.6f}"
 
 
 def select(families, gpus, quick) -> list[Point]:

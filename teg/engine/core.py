@@ -163,8 +163,10 @@ def simulate(rows, grid, sc, order_in, out, sim, stop_at):
 
     ``out.stall`` receives the stall cycles by cause, ``out.pc_count`` / ``out.pc_wait`` each
     static instruction's executions and waits before issue, ``out.counters`` the counters
-    (:data:`teg.engine.codes.COUNTER_NAMES`), ``out.sm_end[sm, 0]`` the SM's last completion and
-    ``out.sm_end[sm, 1]`` the blocks it ran.
+    (:data:`teg.engine.codes.COUNTER_NAMES`), ``out.sm_end[sm, 0]`` the SM's last completion (its
+    writes' acknowledgements included), ``out.sm_end[sm, 1]`` the blocks it ran and
+    ``out.sm_end[sm, 2]`` when its last block retired (its last warp exited: every result in, the
+    writes' acknowledgements not awaited).
 
     ``order_in`` (non-empty: replay) is the global issue order to follow, ``out.order_out``
     (non-empty: record) receives this run's issue order; both hold dynamic row indexes.
@@ -179,7 +181,7 @@ def simulate(rows, grid, sc, order_in, out, sim, stop_at):
             return outcome, np.int64(0)
     cf = _config(sc, sim, grid, order_in, out)
     fixed_widths(sim)
-    fixed_dim(out.sm_end, 1, 2)
+    fixed_dim(out.sm_end, 1, 3)
     fixed_dim(out.timeline, 1, NTL)
     fixed_dim(out.tx_rec, 1, NTX)
     fixed_dim(out.pcc, 2, NUM_CAUSES)
@@ -695,6 +697,9 @@ def _advance_or_retire(rows, grid, out, sim, cf, t, g, sm, slot, row, blk):
         ln.blk_arrived[blk] -= 1
     if ln.blk_live[blk] == 0:
         ln.sm_res[sm] -= 1
+        retired = max2(t + 1.0, math.ceil(ln.blk_done[blk]))
+        if retired > out.sm_end[sm, 2]:
+            out.sm_end[sm, 2] = retired
         t_launch = max2(t + max2(cf.launch_lat, 1.0), math.ceil(ln.blk_done[blk]))
         if launch_blocks(w, sd, sim.static, sim.fetch, ln, grid, rows.r_sidx, out.sm_end, out.counters, sm, t_launch,
                          cf.resident, cf.resident, cf.deal, cf.q_end, cf.spsm) != RUN_DONE:

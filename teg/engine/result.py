@@ -24,7 +24,10 @@ class Result:
     order (cycle, then scheduler index) when the run recorded it (``record_order``) — the input of
     a replay run. ``row_record`` / ``tx_record`` (``with_records(inp, timeline=True)``) and
     ``pc_causes`` (``with_records(inp, instructions=True)``, :func:`teg.engine.records.with_records`)
-    are what the timeline and the instruction view read, through :func:`teg.engine.records.recording`."""
+    are what the timeline and the instruction view read, through :func:`teg.engine.records.recording`.
+    ``sm_cycles`` holds each SM's last completion (its writes' acknowledgements included: the
+    kernel ends after them), ``sm_retired`` when each SM's last block retired (its last warp
+    exited; None for a result built without it)."""
 
     cycles: int
     instructions: int
@@ -40,6 +43,7 @@ class Result:
     row_record: np.ndarray | None = field(default=None, repr=False)
     tx_record: np.ndarray | None = field(default=None, repr=False)
     pc_causes: np.ndarray | None = field(default=None, repr=False)
+    sm_retired: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def ipc(self) -> float:
@@ -59,11 +63,15 @@ class Result:
     @property
     def sm_active(self) -> float:
         """The average simulated SM's active cycles: each SM is active from the kernel's start (the
-        first wave is launched at cycle 0) to its last completion (``sm_cycles``; an SM that ran no
-        block: 0), averaged over every simulated SM — what Nsight Compute's ``sm__cycles_active.avg``
-        counts (cycles with at least one warp resident), the launch and drain excluded."""
-        n = int(np.asarray(self.sm_cycles).shape[0])
-        return float(np.asarray(self.sm_cycles, np.float64).sum() / n) if n else 0.0
+        first wave is launched at cycle 0) until its last block retired (``sm_retired``: its last
+        warp exited, every result in but its writes possibly still on their way to L2 — a warp
+        leaves without awaiting their acknowledgements, which count for the kernel's end only;
+        ``sm_cycles`` where the result has no ``sm_retired``; an SM that ran no block: 0),
+        averaged over every simulated SM — what Nsight Compute's ``sm__cycles_active.avg`` counts
+        (cycles with at least one warp resident), the launch and drain excluded."""
+        ends = np.asarray(self.sm_cycles if self.sm_retired is None else self.sm_retired, np.float64)
+        n = int(ends.shape[0])
+        return float(ends.sum() / n) if n else 0.0
 
     @property
     def sm_active_ratio(self) -> float:
@@ -79,11 +87,12 @@ class Result:
 
 def make_result(cycles: int, stall: np.ndarray, counters: np.ndarray, pc_count, pc_wait, sm_end,
                 timeline, setup: RunSetup | None, outcome: SmOutcome, order: np.ndarray | None = None,
-                **records) -> Result:
+                sm_retired: np.ndarray | None = None, **records) -> Result:
     return Result(
         cycles=int(cycles),
         instructions=int(counters[0]),
         stalls={name: int(stall[i]) for i, name in enumerate(CAUSE_NAMES)},
         counters={name: int(counters[i]) for i, name in enumerate(COUNTER_NAMES)},
         pc_count=pc_count, pc_wait=pc_wait, sm_cycles=sm_end.astype(np.int64),
-        timeline=timeline, setup=setup, outcome=outcome, order=order, **records)
+        timeline=timeline, setup=setup, outcome=outcome, order=order,
+        sm_retired=sm_retired.astype(np.int64) if sm_retired is not None else None, **records)

@@ -60,7 +60,7 @@ def run(inp: EngineInput) -> Result:
         pc_wait=np.zeros(inp.num_static, np.float64),
         counters=np.zeros(len(COUNTER_NAMES), np.int64),
         timeline=np.full((inp.num_rows if record else 0, NTL), -1.0, np.float64),
-        sm_end=np.zeros((sc.sms, 2), np.float64),       # last completion, blocks run
+        sm_end=np.zeros((sc.sms, 3), np.float64),       # last completion, blocks run, last block retired
         order_out=np.zeros(inp.num_rows if sc.record_order else 0, np.int64),
         pcc=np.zeros((2, inp.num_static + 1 if attrib else 0, NUM_CAUSES), np.int64),
         tx_rec=np.full((inp.rows.tx_addr.shape[0] if record else 0, NTX), -1.0, np.float64))
@@ -101,7 +101,7 @@ def run(inp: EngineInput) -> Result:
         stall = average_breakdown(stall, busy)
     return make_result(cycles, stall, out.counters, out.pc_count, out.pc_wait.astype(np.int64), sm_end[:, 0],
                        timeline[:, TL_ISSUE].astype(np.int64) if record else None, inp.setup, per_sm,
-                       order_out if order_out.shape[0] else None,
+                       order_out if order_out.shape[0] else None, sm_retired=sm_end[:, 2],
                        row_record=timeline if record else None, tx_record=out.tx_rec if record else None,
                        pc_causes=pcc if attrib else None)
 

@@ -164,7 +164,7 @@ def new_scheds(G, L):
 
 def new_launch(n_sms, n_ctx, b_ctx_start, sm_blocks_start, sm_end):
     """The grid's launch state (:class:`Launch`): no block launched, no warp in a slot (and each
-    SM's end and block count in ``sm_end`` zeroed)."""
+    SM's end, block count and last retirement in ``sm_end`` zeroed)."""
     B = b_ctx_start.shape[0] - 1
     ctx_slot = np.full(n_ctx, -1, np.int64)
     blk_live = np.zeros(B, np.int64)
@@ -174,7 +174,7 @@ def new_launch(n_sms, n_ctx, b_ctx_start, sm_blocks_start, sm_end):
     blk_bar = np.zeros((B, 2), np.float64)
     sm_next = np.ascontiguousarray(sm_blocks_start[:n_sms], dtype=np.int64).copy()
     sm_res = np.zeros(n_sms, np.int64)
-    sm_end[:n_sms, :2] = 0.0
+    sm_end[:n_sms, :3] = 0.0
     # dynamic dealing: one queue over sm_blocks[0 : sm_blocks_start[n_sms]] (all SMs' lists)
     q_next = np.zeros(1, np.int64)
     age = np.zeros(1, np.int64)   # launch order of warps (GTO's "oldest")

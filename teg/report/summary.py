@@ -65,7 +65,7 @@ def sm_active_line(r: Result) -> str | None:
     if r.sm_cycles is None or np.asarray(r.sm_cycles).shape[0] < 2 or not r.cycles:
         return None
     return (f"SM active   {r.sm_active:.0f} cycles the average SM ({100.0 * r.sm_active_ratio:.1f}% of the "
-            f"kernel's; each SM from the start to its last block's end)")
+            f"kernel's; each SM from the start until its last warp exited)")
 
 
 def summary_text(r: Result, top_pcs: int = 10, views=("summary", "stalls")) -> str:
