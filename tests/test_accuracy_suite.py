@@ -540,3 +540,31 @@ def test_markdown_groups_failed_rows_per_app_and_reason(acc, tmp_path):
     text = out.read_text()
     assert "Failed rows: 6 of 7:" in text and "- lud #1 … #5 (5 rows): not run yet" in text
     assert "- lud #6 (1 row): exit status 2" in text and "| lud | 7 (6 failed) | 10.0 / 10.0 | -10.0 |" in text
+
+
+def _launch_drain():
+    spec = importlib.util.spec_from_file_location("teg_accuracy_launch_drain", SUITE / "launch_drain.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_launch_drain_excess_is_gpu_active_minus_the_used_sms_average():
+    """8 blocks on 80 SMs, GPU active 4,000, SM active averaged over all 80 SMs 175 (ratio 0.04375):
+    the 8 SMs used are active 175 x 80 / 8 = 1,750 each on average, X = 4,000 - 1,750 = 2,250; a
+    launch over every SM divides by all 80: 4,000 x (1 - 0.5) = 2,000."""
+    ld = _launch_drain()
+    assert ld.excess(4000.0, 0.04375, 80, 8) == pytest.approx(2250.0)
+    assert ld.excess(4000.0, 0.5, 80, 256) == pytest.approx(2000.0)
+
+
+def test_launch_drain_prints_every_measured_launch_class(capsys):
+    """On the GV100 rows the one-SM class holds the 34 lud_diagonal launches, gramschmidt 0, the two
+    GRU launches and SqueezeNet's global_pooling (38), and lud_diagonal's measured X median is
+    1,539 cycles (34 launches, the rows of hyfiss_gv100_apps.csv)."""
+    assert _launch_drain().main(["--gpu", "gv100"]) == 0
+    out = capsys.readouterr().out
+    one_sm = next(line for line in out.splitlines() if line.startswith("1 SM "))
+    assert one_sm.split()[2] == "38"
+    diag = next(line for line in out.splitlines() if line.startswith("lud lud_diagonal"))
+    assert diag.split()[2:4] == ["34", "1"] and diag.split()[7] == "1539"
