@@ -1,7 +1,7 @@
-"""The compact native trace encoding (teg/trace/codec.py, format version 2): each address encoding
-on hand-built rows, frames and whole traces round-tripping exactly (hypothesis), frames cut at
-every batch boundary, the spill for long kernels, version-1 traces still read, and damaged frames
-refused with one line naming the member."""
+"""The compact native trace encoding (teg/trace/codec.py, format version 3): each address encoding
+on hand-built rows, runs and narrowed per-row columns, frames and whole traces round-tripping
+exactly (hypothesis), frames cut at every batch boundary, the spill for long kernels, version-1 and
+version-2 traces still read, and damaged frames refused with one line naming the member."""
 
 from __future__ import annotations
 
@@ -191,9 +191,79 @@ def test_version_1_traces_are_still_read_and_resaved_identically(tmp_path):
     out = tt.save(old, tmp_path / "v2.npz")
     with zipfile.ZipFile(out) as zf:
         meta = json.loads(zf.read("meta.json"))
-    assert meta["version"] == native.FORMAT_VERSION == 2 and meta["kernels"][0]["codec"] == "frames"
+    assert meta["version"] == native.FORMAT_VERSION == 3 and meta["kernels"][0]["codec"] == "frames"
     _assert_same(old.kernels[0], tt.load(out).kernels[0])
     assert out.stat().st_size * 10 < BUNDLED.stat().st_size
+
+
+def test_version_2_traces_are_still_read():
+    """A file teg wrote in format version 2 (frames without runs or narrowed columns; written at
+    a01e072 from the bundled version-1 example) loads row for row equal to that example."""
+    v2 = ROOT / "tests" / "fixtures" / "native" / "matmul_abt.sm_90.v2.npz"
+    with zipfile.ZipFile(v2) as zf:
+        assert json.loads(zf.read("meta.json"))["version"] == 2
+    with open_frames(v2) as fh:
+        flags = codec.read_frame(fh)[3]
+    assert not any(f & (codec.RUNS | codec.NARROW) for f in flags)
+    _assert_same(tt.load(BUNDLED).kernels[0], tt.load(v2).kernels[0])
+
+
+def open_frames(npz: Path):
+    zf = zipfile.ZipFile(npz)
+    return zf.open(f"k0000/{native.FRAMES_FILE}")
+
+
+def test_per_row_columns_as_runs_or_narrow_types():
+    """Hand-computed: few runs → RUNS (value, length); many runs of small non-negative values →
+    the narrowest unsigned type; negative values or no narrower type → stored as they are."""
+    warp = np.array([5, 5, 5, 5, 5, 7, 7, 7, 7, 7, 7, 7], np.int32).reshape(-1, 1)
+    a, f = codec.pack_column(warp)
+    assert f == codec.RUNS and a.dtype == np.int32 and a.tolist() == [[5, 5], [7, 7]]
+    pc = np.array([16, 32, 48, 64, 70000 * 16, 0], np.int64).reshape(-1, 1)
+    a, f = codec.pack_column(pc)
+    assert f == codec.NARROW and a.dtype == np.uint32 and a.reshape(-1).tolist() == pc.reshape(-1).tolist()
+    a, f = codec.pack_column(pc % 4096)
+    assert f == codec.NARROW and a.dtype == np.uint16
+    mw = np.array([0, 4, 0, 8], np.int16).reshape(-1, 1)              # 2-byte runs would not hold a length
+    assert codec.pack_column(mw)[1] == codec.NARROW and codec.pack_column(mw)[0].dtype == np.uint8
+    for same in (np.array([-1, 3, -1, 3], np.int64).reshape(-1, 1),     # negative: as it is
+                 np.array([1, 2, 3, 2**32], np.int64).reshape(-1, 1),   # none narrower holds 2^32 … (u32 max + 1)
+                 np.array([0, 1, 0, 1], np.uint8).reshape(-1, 1),       # already one byte
+                 np.zeros((4, 8), np.int16), np.zeros((0, 1), np.int32)):
+        a, f = codec.pack_column(same)
+        assert f == 0 and a is same
+    for a0 in (warp, pc, pc % 4096, mw):
+        a, f = codec.pack_column(a0)
+        back = codec.unpack_column(a, f, a0.dtype, 1, a0.shape[0])
+        assert back.dtype == a0.dtype and np.array_equal(back, a0)
+
+
+@pytest.mark.parametrize("stored, flags, problem", [
+    (np.array([[5, 3], [7, 0]], np.int32), codec.RUNS, "runs that do not cover"),     # a run of length 0
+    (np.array([[5, 3], [7, 5]], np.int32), codec.RUNS, "runs that do not cover"),     # 8 rows, not 7
+    (np.array([[5, 3], [7, 4]], np.int64), codec.RUNS, "runs as int64"),               # not the column's type
+    (np.array([[1], [2]], np.int8), codec.NARROW, "int8 values"),                      # signed
+    (np.array([[1], [2]], np.uint32), codec.NARROW, "uint32 values"),                  # not narrower
+])
+def test_damaged_runs_and_narrow_columns_are_refused(stored, flags, problem):
+    with pytest.raises(codec.FrameError, match=problem):
+        codec.unpack_column(stored, flags, np.dtype(np.int32), 1, 7)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(["<i2", "<i4", "<u4", "<i8"]), st.integers(0, 400), st.integers(1, 50), st.integers(0, 2**32))
+def test_packed_columns_round_trip_through_frames(dtype, n, runs, seed):
+    rng = np.random.default_rng(seed)
+    info = np.iinfo(np.dtype(dtype))
+    hi = min(int(rng.choice([255, 65535, info.max])), info.max)
+    vals = rng.integers(max(info.min, -5) if seed % 3 == 0 else 0, hi, size=runs, dtype=np.dtype(dtype), endpoint=True)
+    a = np.repeat(vals, np.diff(np.sort(np.r_[0, rng.integers(0, n + 1, runs - 1), n]))).reshape(-1, 1) if n else \
+        np.zeros((0, 1), dtype)
+    stored, f = codec.pack_column(a)
+    table, rows, (x,), flags = codec.read_frame(io.BytesIO(codec.encode_frame(codec.ROWS, n, [stored], flags=(f,))))
+    assert flags[0] & (codec.RUNS | codec.NARROW) == f
+    back = codec.unpack_column(x, f, np.dtype(dtype), 1, n)
+    assert back.dtype == np.dtype(dtype) and np.array_equal(back, a)
 
 
 def test_cache_entries_stay_mapped_columns(tmp_path):

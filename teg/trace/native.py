@@ -2,7 +2,7 @@
 
 Layout (docs/formats.md, "Native trace format")::
 
-    OUT/meta.json            {"format": "teg-trace", "version": 2, "source": ..., "memcpy": [...],
+    OUT/meta.json            {"format": "teg-trace", "version": 3, "source": ..., "memcpy": [...],
                               "kernels": [{"dir": "k0000", "info": {...KernelInfo}, "opcodes": [...],
                                            "rows": N, "warps": W, "blocks": B, "addresses": M,
                                            "codec": "frames", ...}]}
@@ -13,7 +13,7 @@ Layout (docs/formats.md, "Native trace format")::
                              file per KernelTrace column (``extras`` as ``x_<name>.npy``),
                              memory-mapped on load
 
-Version 1 (every column a ``.npy``) is read as before. Compact columns are decoded once, frame by
+Versions 1 (every column a ``.npy``) and 2 (frames without runs or narrowed columns) are read as before. Compact columns are decoded once, frame by
 frame, on load: into memory while a trace's decoded columns take at most :data:`DECODE_IN_MEMORY`
 bytes, the kernels past that into ``.npy`` files in the trace cache (:class:`teg.trace.cache.Spill`, keyed
 by the trace's content, reused by the next load) that are memory-mapped, so memory stays bounded
@@ -44,7 +44,8 @@ from teg.trace.model import MAX_TRACE_DST, MAX_TRACE_SRC, KernelInfo, KernelTrac
 from teg.trace.npyread import ColumnError, map_member, map_npy
 
 FORMAT_NAME = "teg-trace"
-FORMAT_VERSION = 2             # 2: compact kernels ("codec": "frames"); 1: every column a .npy
+FORMAT_VERSION = 3             # 3: frames may hold runs and narrowed columns; 2: compact kernels ("codec": "frames");
+                               # 1: every column a .npy
 HEADER_BYTES = 128
 CODEC = "frames"
 FRAMES_FILE = "columns.frames"
@@ -169,9 +170,13 @@ class FrameWriter:
         for i, t in zip(static, tables):
             if t is not None:
                 cols[i], keyed[i] = t, True
+        flags = [0] * len(cols)
+        for i in range(len(cols)):
+            if not keyed[i]:
+                cols[i], flags[i] = codec.pack_column(cols[i])
         addr = codec.encode_addresses(n_addr, addresses)
         self.fh.write(codec.encode_frame(codec.ROWS, n, cols + addr, (True,) * len(cols) + codec.ADDRESS_SHUFFLE,
-                                         tuple(keyed) + (False,) * len(addr)))
+                                         tuple(keyed) + (False,) * len(addr), tuple(flags) + (0,) * len(addr)))
         self.rows += n
 
     def close(self, warp_start: np.ndarray, warp_block: np.ndarray, block_xyz: np.ndarray) -> None:
@@ -606,11 +611,14 @@ class Decoder:
             if table == codec.ROWS:
                 if len(arrays) != len(names) + len(codec.ADDRESS_ARRAYS):
                     raise codec.FrameError(f"a rows frame of {len(arrays)} arrays")
-                pc = arrays[names.index("pc")]
                 if flags[names.index("pc")] & codec.KEYED:
                     raise codec.FrameError("a keyed pc column")
+                cols = [a if f & codec.KEYED else codec.unpack_column(a, f, np.dtype(COLUMNS[name][0]), a.shape[1]
+                                                                      - (1 if f & codec.RUNS else 0), n)
+                        for name, a, f in zip(names, arrays, flags)]
+                pc = _expect(cols[names.index("pc")], "pc", n)
                 index = codec.key_index(pc.reshape(-1)) if n and any(f & codec.KEYED for f in flags) else None
-                for name, a, f in zip(names, arrays, flags):
+                for name, a, f in zip(names, cols, flags):
                     if f & codec.KEYED:
                         if name not in STATIC_COLUMNS or index is None:
                             raise codec.FrameError(f"a keyed {name} column")
