@@ -351,13 +351,55 @@ def test_emulator_streamer_promises_static_columns_only_for_distinct_addresses()
     from teg.emu.launch import TraceStreamer
 
     class Writer:
-        promised = False
+        promised = None
 
-        def promise_static_by_pc(self):
-            self.promised = True
+        def promise_static_by_pc(self, pcs, tables):
+            self.promised = (pcs, tables)
+            return True
 
     info = KernelInfo(name="k", grid=(1, 1, 1), block=(32, 1, 1), binary_version=90)
-    for addrs, promised in (([0, 16, 32], True), ([0, 16, 16], False)):
+    for addrs, promised in (([32, 0, 16], True), ([0, 16, 16], False)):
         w = Writer()
-        TraceStreamer(w).start(info, SimpleNamespace(ins_addr=np.array(addrs, np.int64)), 1)
-        assert w.promised is promised
+        static = (["A", "B"], np.array([0, 1, 0], np.int32), np.array([[1, -1, -1, -1]] * 3, np.int16),
+                  np.array([[2] + [-1] * 7] * 3, np.int16))
+        compiled = SimpleNamespace(ins_addr=np.array(addrs, np.int64), static=static,
+                                   lowered=SimpleNamespace(mem_width=np.array([4, 0, 8]), imm=np.array([7, 8, 9])))
+        sink = TraceStreamer(w)
+        sink.start(info, compiled, 1)
+        assert (w.promised is not None) is promised and sink.static_rows is not promised
+        if promised:                      # the static columns per pc ascending: 0, 16, 32 are instructions 1, 2, 0
+            pcs, tables = w.promised
+            assert pcs.tolist() == [0, 16, 32] and tables["opcode"].tolist() == [1, 0, 0]
+            assert tables["mem_width"].dtype == np.int16 and tables["mem_width"].tolist() == [0, 8, 4]
+            assert tables["imm"].tolist() == [8, 9, 7]
+            rows = sink.full_rows({"pc": np.array([16, 16, 32], np.int64)})
+            assert rows["imm"].tolist() == [9, 9, 7] and rows["dst"].shape == (3, 4)
+
+
+def test_rows_without_static_columns_write_the_same_frames(tmp_path, monkeypatch):
+    """A writer given the static columns per pc takes rows without them, and writes the same bytes
+    as one handed every row's static columns; a row at a pc the tables lack is refused."""
+    monkeypatch.setattr(codec, "FRAME_ROWS", 16)
+    kt = _random_kernel(np.random.default_rng(6), 61, "mixed")
+    ins = (kt.pc // 16).astype(np.int64)
+    kt.opcode = (ins % 2).astype(np.int32)
+    kt.dst = np.stack([ins, -ins, ins + 1, ins * 2], axis=1).astype(np.int16)
+    kt.src = np.repeat(ins[:, None], 8, axis=1).astype(np.int16)
+    kt.mem_width = np.where(kt.opcode == 0, 4, 0).astype(np.int16)
+    kt.imm = ins * 1000
+    pcs = np.arange(0, 16 * 50, 16, dtype=np.int64)
+    k = pcs // 16
+    tables = {"opcode": k % 2, "dst": np.stack([k, -k, k + 1, k * 2], axis=1), "src": np.repeat(k[:, None], 8, axis=1),
+              "mem_width": np.where(k % 2 == 0, 4, 0), "imm": k * 1000}
+    kw = native.KernelWriter(tmp_path / "per_pc")
+    assert kw.promise_static_by_pc(pcs, tables)
+    for a, b in ((0, 20), (20, 61)):
+        rows = {n: getattr(kt, n)[a:b] for n in ("warp", "block", "pc", "mask")}
+        kw.append_rows(rows, np.diff(kt.addr_start[a:b + 1]), kt.addresses[kt.addr_start[a]:kt.addr_start[b]])
+    kw.finish(kt.info, kt.opcodes, kt.warp_start, kt.warp_block, kt.block_xyz)
+    assert (tmp_path / "per_pc" / native.FRAMES_FILE).read_bytes() == _frames_bytes(tmp_path, kt, "checked", False)
+    kw = native.KernelWriter(tmp_path / "short")
+    kw.promise_static_by_pc(pcs[:10], {n: t[:10] for n, t in tables.items()})
+    with pytest.raises(ValueError, match="pc the promised static columns do not hold"):
+        kw.append_rows({n: getattr(kt, n)[:16] for n in ("warp", "block", "pc", "mask")},
+                       np.diff(kt.addr_start[:17]), kt.addresses[:kt.addr_start[16]])

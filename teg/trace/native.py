@@ -118,6 +118,7 @@ class FrameWriter:
     def __init__(self, dirpath: Path, names: list[str]):
         self.names = names
         self.static_by_pc = False     # the writer of the rows guarantees the static columns are functions of the pc
+        self.by_pc = None             # (pcs ascending, {static column: value per pc}): rows come without those columns
         self.fh = open(dirpath / FRAMES_FILE, "wb")
         self.pending: list[tuple[dict, np.ndarray, np.ndarray]] = []
         self.pending_rows = 0
@@ -158,11 +159,20 @@ class FrameWriter:
 
     def _frame(self, rows: dict[str, np.ndarray], n_addr: np.ndarray, addresses: np.ndarray) -> None:
         n = int(n_addr.shape[0])
-        cols = [np.asarray(rows[name], COLUMNS[name][0]).reshape(n, -1) for name in self.names]
+        given = self.by_pc is None
+        cols = [np.asarray(rows[name], COLUMNS[name][0]).reshape(n, -1) if given or name not in STATIC_COLUMNS
+                else None for name in self.names]
         static = [i for i, name in enumerate(self.names) if name in STATIC_COLUMNS]
         keyed = [False] * len(cols)
         pc = cols[self.names.index("pc")].reshape(-1)
-        if self.static_by_pc and n:          # no need to check each row: one item per distinct pc
+        if not given:                        # the static columns per distinct pc of the frame, from the promise
+            pcs, table = self.by_pc
+            seen = pc[codec.key_index(pc)[0]] if n else np.zeros(0, np.int64)
+            at = np.searchsorted(pcs, seen)
+            if at.shape[0] and (int(at[-1]) >= pcs.shape[0] or bool(np.any(pcs[at] != seen))):
+                raise ValueError("rows at a pc the promised static columns do not hold")
+            tables = [table[self.names[i]][at].reshape(at.shape[0], -1) for i in static]
+        elif self.static_by_pc and n:        # no need to check each row: one item per distinct pc
             first, _ = codec.key_index(pc)
             tables = [cols[i][first] for i in static]
         else:
@@ -215,17 +225,33 @@ class KernelWriter:
             self.cols["addr_start"].append(np.zeros(1, np.int64))
         self.n_addr = 0
 
-    def promise_static_by_pc(self) -> None:
+    def promise_static_by_pc(self, pcs: np.ndarray | None = None, tables: dict[str, np.ndarray] | None = None) -> bool:
         """The caller guarantees that every row's static columns (:data:`STATIC_COLUMNS`) are a
         function of its pc (an emulator whose instructions have distinct addresses): the compact
-        frames then store them keyed without comparing each row (what they store is the same)."""
-        if self.frames is not None:
-            self.frames.static_by_pc = True
+        frames then store them keyed without comparing each row (what they store is the same).
+        Given that function — ``pcs`` ascending and ``tables``, each static column's value at
+        each of them — rows come without those columns; returns whether the writer takes them
+        so (compact frames only; every pc a row holds must be one of ``pcs``)."""
+        if self.frames is None:
+            return False
+        self.frames.static_by_pc = True
+        if pcs is None or tables is None:
+            return False
+        pcs = np.asarray(pcs, np.int64)
+        if pcs.shape[0] > 1 and bool(np.any(pcs[1:] <= pcs[:-1])):
+            raise ValueError("promised static columns: the pcs are not distinct and ascending")
+        names = [n for n in self.frames.names if n in STATIC_COLUMNS]
+        if sorted(tables) != sorted(names) or any(len(tables[n]) != pcs.shape[0] for n in names):
+            raise ValueError(f"promised static columns: tables of {', '.join(sorted(tables))} for {', '.join(names)}")
+        self.frames.by_pc = (pcs, {n: np.asarray(tables[n], COLUMNS[n][0]) for n in names})
+        return True
 
     def append_rows(self, rows: dict[str, np.ndarray], n_addr: np.ndarray, addresses: np.ndarray) -> None:
-        """Append a batch of rows; ``n_addr`` holds the address count of each row."""
+        """Append a batch of rows; ``n_addr`` holds the address count of each row (without the
+        static columns after :meth:`promise_static_by_pc` with their tables)."""
         if self.frames is not None:
-            missing = [n for n in self.frames.names if n not in rows]
+            missing = [n for n in self.frames.names if n not in rows
+                       and not (self.frames.by_pc is not None and n in STATIC_COLUMNS)]
             if missing:
                 raise ValueError(f"rows without column(s) {', '.join(missing)}")
             self.frames.append(rows, n_addr, addresses)
