@@ -102,7 +102,9 @@ def test_static_columns_are_stored_per_pc_only_when_they_follow_it():
     assert np.array_equal(codec.expand_keyed(codec.key_index(pc), t_follow), follows)
     with pytest.raises(codec.FrameError, match="keyed table of 2 items for 3 keys"):
         codec.expand_keyed(codec.key_index(pc), t_follow[:2])
+    assert codec.distinct_keys(pc).tolist() == [16, 32, 48]
     far = np.array([2**40, 0, 2**40, 5], np.int64)        # keys far apart: ranked by sorting
+    assert codec.distinct_keys(far).tolist() == [0, 5, 2**40]
     (t,) = codec.keyed_tables(far, [np.array([1, 2, 1, 3])])
     assert t.tolist() == [2, 3, 1] and codec.expand_keyed(codec.key_index(far), t).tolist() == [1, 2, 1, 3]
 
@@ -229,6 +231,7 @@ def test_per_row_columns_as_runs_or_narrow_types():
     for same in (np.array([-1, 3, -1, 3], np.int64).reshape(-1, 1),     # negative: as it is
                  np.array([1, 2, 3, 2**32], np.int64).reshape(-1, 1),   # none narrower holds 2^32 … (u32 max + 1)
                  np.array([0, 1, 0, 1], np.uint8).reshape(-1, 1),       # already one byte
+                 np.array([1, 2**63 + 5, 1, 2], np.uint64).reshape(-1, 1),   # uint64: never narrowed
                  np.zeros((4, 8), np.int16), np.zeros((0, 1), np.int32)):
         a, f = codec.pack_column(same)
         assert f == 0 and a is same

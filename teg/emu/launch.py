@@ -403,10 +403,10 @@ class RowSink:
         """Take the rows :func:`expand_rows` made of whole blocks (grouped by warp)."""
         rows, n_addr, addresses = expanded
         warp = rows["warp"]
-        if len(warp):
-            first = int(warp[0])
-            counts = np.bincount(warp - first)
-            self.per_warp[first:first + len(counts)] += counts
+        if len(warp):                # grouped by warp, ascending: each warp's rows found by bisection
+            first, last = int(warp[0]), int(warp[-1])
+            counts = np.diff(np.searchsorted(warp, np.arange(first, last + 2, dtype=warp.dtype)))
+            self.per_warp[first:last + 1] += counts
         self.take(rows, n_addr, addresses)
 
     def take(self, rows: dict, n_addr: np.ndarray, addresses: np.ndarray) -> None:

@@ -167,7 +167,7 @@ class FrameWriter:
         pc = cols[self.names.index("pc")].reshape(-1)
         if not given:                        # the static columns per distinct pc of the frame, from the promise
             pcs, table = self.by_pc
-            seen = pc[codec.key_index(pc)[0]] if n else np.zeros(0, np.int64)
+            seen = codec.distinct_keys(pc) if n else np.zeros(0, np.int64)
             at = np.searchsorted(pcs, seen)
             if at.shape[0] and (int(at[-1]) >= pcs.shape[0] or bool(np.any(pcs[at] != seen))):
                 raise ValueError("rows at a pc the promised static columns do not hold")
