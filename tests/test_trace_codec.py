@@ -401,6 +401,7 @@ def test_rows_without_static_columns_write_the_same_frames(tmp_path, monkeypatch
         kw.append_rows(rows, np.diff(kt.addr_start[a:b + 1]), kt.addresses[kt.addr_start[a]:kt.addr_start[b]])
     kw.finish(kt.info, kt.opcodes, kt.warp_start, kt.warp_block, kt.block_xyz)
     assert (tmp_path / "per_pc" / native.FRAMES_FILE).read_bytes() == _frames_bytes(tmp_path, kt, "checked", False)
+    assert not native.KernelWriter(tmp_path / "lines", with_line_num=True).promise_static_by_pc(pcs, tables)
     kw = native.KernelWriter(tmp_path / "short")
     kw.promise_static_by_pc(pcs[:10], {n: t[:10] for n, t in tables.items()})
     with pytest.raises(ValueError, match="pc the promised static columns do not hold"):
