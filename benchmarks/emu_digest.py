@@ -75,7 +75,7 @@ class Recorder:
                 for name in sorted(full):
                     hashes.setdefault(name, hashlib.sha256()).update(np.ascontiguousarray(full[name]).tobytes())
                 hashes.setdefault("n_addr", hashlib.sha256()).update(np.asarray(n_addr, np.int64).tobytes())
-                a = np.asarray(addresses, np.uint64)
+                a = np.asarray(sink.addresses_of(n_addr, addresses), np.uint64)
                 rel = np.where(a >= np.uint64(base), a - np.uint64(base), a)
                 hashes.setdefault("addresses", hashlib.sha256()).update(rel.tobytes())
                 return take(rows, n_addr, addresses)

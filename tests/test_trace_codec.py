@@ -407,3 +407,33 @@ def test_rows_without_static_columns_write_the_same_frames(tmp_path, monkeypatch
     with pytest.raises(ValueError, match="pc the promised static columns do not hold"):
         kw.append_rows({n: getattr(kt, n)[:16] for n in ("warp", "block", "pc", "mask")},
                        np.diff(kt.addr_start[:17]), kt.addresses[:kt.addr_start[16]])
+
+
+def test_addresses_read_where_they_lie_encode_and_write_as_copied_ones(tmp_path, monkeypatch):
+    """Rows whose addresses stay in a recording buffer in another order (codec.Gathered: each row's
+    offset there) encode to the same arrays, and write the same frames at any batch boundary, as
+    the same addresses copied in row order."""
+    monkeypatch.setattr(codec, "FRAME_ROWS", 16)
+    kt = _random_kernel(np.random.default_rng(8), 61, "mixed")
+    n_addr = np.diff(kt.addr_start)
+    rng = np.random.default_rng(9)
+    order = rng.permutation(61)                           # the buffer holds the rows' addresses shuffled
+    buf_parts, offsets, at = [], np.zeros(61, np.int64), 7
+    buf_parts.append(np.full(7, 12345, U64))              # and something before them
+    for r in order:
+        offsets[r] = at
+        buf_parts.append(np.asarray(kt.addresses[kt.addr_start[r]:kt.addr_start[r + 1]]))
+        at += int(n_addr[r])
+    buf = np.concatenate(buf_parts)
+    g = codec.Gathered(offsets, buf)
+    assert np.array_equal(g.materialize(n_addr), kt.addresses)
+    for x, y in zip(codec.encode_addresses(n_addr, g), codec.encode_addresses(n_addr, kt.addresses)):
+        assert x.dtype == y.dtype and np.array_equal(x, y)
+    with pytest.raises(ValueError, match="outside their buffer"):
+        codec.encode_addresses(n_addr, codec.Gathered(offsets + len(buf), buf))
+    kw = native.KernelWriter(tmp_path / "gathered")
+    for a, b in ((0, 20), (20, 61)):
+        rows = {n: getattr(kt, n)[a:b] for n in native.ROW_COLUMNS if n != "line_num"}
+        kw.append_rows(rows, n_addr[a:b], g.rows(a, b))
+    kw.finish(kt.info, kt.opcodes, kt.warp_start, kt.warp_block, kt.block_xyz)
+    assert (tmp_path / "gathered" / native.FRAMES_FILE).read_bytes() == _frames_bytes(tmp_path, kt, "copied", False)

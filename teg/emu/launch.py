@@ -399,6 +399,12 @@ class RowSink:
         sink was handed the pc only)."""
         return rows
 
+    @staticmethod
+    def addresses_of(n_addr: np.ndarray, addresses) -> np.ndarray:
+        """The addresses :meth:`take` got, in row order (copied when they were handed where they
+        lie, :class:`teg.trace.codec.Gathered`)."""
+        return addresses.materialize(n_addr) if hasattr(addresses, "materialize") else addresses
+
     def accept(self, expanded: tuple) -> None:
         """Take the rows :func:`expand_rows` made of whole blocks (grouped by warp)."""
         rows, n_addr, addresses = expanded
@@ -531,24 +537,31 @@ def expand_rows(compiled: Compiled, info: KernelInfo, rw, ri, rm, rna, addrs, bu
                 static: bool = True):
     """Rows of whole blocks in execution order → trace columns grouped by warp (a stable sort:
     each warp's rows stay in execution order) with each row's static columns expanded (unless
-    ``static`` is False: then only warp, block, pc and mask); returns ``(columns, addresses per
-    row, addresses)`` (:func:`teg.emu.rows.expand`), in new arrays or, given ``buffers``, in views
-    of those (valid until the next call with them)."""
+    ``static`` is False: then only warp, block, pc and mask, and the addresses left where they
+    were recorded, :class:`teg.trace.codec.Gathered`); returns ``(columns, addresses per row,
+    addresses)`` (:func:`teg.emu.rows.expand`), in new arrays or, given ``buffers``, in views of
+    those (valid until the next call with them, as ``addrs`` must stay)."""
     from teg.emu.rows import expand, expand_into
+
+    from teg.trace.codec import Gathered
 
     _, opc, dst, src = compiled.static
     lw = compiled.lowered
+    gather = not static           # a writer of compact frames: it reads the addresses where they were recorded
     if buffers is None:
         warp, block, pc, opcode, mask, d, s, mw, im, na, addresses = expand(
             rw, ri, rm, rna, addrs, info.warps_per_block, compiled.ins_addr, opc, dst, src, lw.mem_width, lw.imm,
-            static)
+            static, gather)
     else:
-        warp, block, pc, opcode, mask, d, s, mw, im, na, addresses = out = buffers.views(rw.shape[0], addrs.shape[0])
+        warp, block, pc, opcode, mask, d, s, mw, im, na, addresses = out = buffers.views(
+            rw.shape[0], rw.shape[0] if gather else addrs.shape[0])
         expand_into(rw, ri, rm, rna, addrs, info.warps_per_block, compiled.ins_addr, opc, dst, src, lw.mem_width,
-                    lw.imm, *out, static)
+                    lw.imm, *out, static, gather)
     rows = {"warp": warp, "block": block, "pc": pc, "mask": mask}
     if static:
         rows.update({"opcode": opcode, "dst": d, "src": s, "mem_width": mw, "imm": im})
+    if gather:
+        addresses = Gathered(addresses.view(np.int64), addrs)
     return rows, na, addresses
 
 

@@ -336,9 +336,9 @@ def _count_dtype(m: int):
 
 
 @njit(cache=True)
-def _encode_addresses(na, a):
+def _encode_addresses(na, start, a):
     """Kinds, bases, strides, pattern ids, pattern starts, deltas and lanes of the rows (``na``
-    addresses each, ``a`` as int64), one pass per row; a DELTAS row's deltas are looked up in a
+    addresses each, row ``i``'s at ``a[start[i]:start[i] + na[i]]``, ``a`` as int64), one pass per row; a DELTAS row's deltas are looked up in a
     hash table of the frame's patterns (open addressing, FNV-1a over the deltas and their count)
     and stored once (the last two patterns found are tried first: rows of one warp alternate
     between a few shapes; a pattern's id is the same whichever way it is found). Arrays are
@@ -352,11 +352,12 @@ def _encode_addresses(na, a):
     nrows = na.shape[0]
     nmem = 0
     widest = 1
+    m = 0
     for i in range(nrows):
         if na[i] > 0:
             nmem += 1
             widest = max(widest, na[i])
-    m = a.shape[0]
+            m += na[i]
     kind = np.empty(nmem, np.uint8)
     base = np.empty(nmem, np.int64)
     stride = np.empty(nmem, np.int64)
@@ -376,6 +377,7 @@ def _encode_addresses(na, a):
         n = na[i]
         if n == 0:
             continue
+        k = start[i]
         b = a[k]
         base[j] = b
         if n == 1:
@@ -383,7 +385,6 @@ def _encode_addresses(na, a):
             stride[ns] = 0
             ns += 1
             j += 1
-            k += 1
             continue
         step = a[k + 1] - b
         off = 0
@@ -453,18 +454,55 @@ def _encode_addresses(na, a):
                 lanes[nl + q] = a[k + q]
             nl += n
         j += 1
-        k += n
     return kind, base, stride[:ns], pattern[:npr], pstart[:npat], store[:nd], lanes[:nl]
 
 
-def encode_addresses(count: np.ndarray, addresses: np.ndarray) -> list[np.ndarray]:
+class Gathered:
+    """The addresses of rows where they already lie: row ``i``'s ``count[i]`` addresses at
+    ``buffer[offsets[i]:]`` (the emulator's recording buffer, its rows grouped by warp without
+    copying the addresses: :func:`teg.emu.rows.expand_into`)."""
+
+    def __init__(self, offsets: np.ndarray, buffer: np.ndarray):
+        self.offsets, self.buffer = offsets, buffer
+
+    def rows(self, a: int, e: int) -> "Gathered":
+        return Gathered(self.offsets[a:e], self.buffer)
+
+    def materialize(self, count: np.ndarray) -> np.ndarray:
+        """The addresses in row order, one array (uint64)."""
+        na = np.ascontiguousarray(count, np.int64)
+        out = np.empty(int(na.sum()), np.uint64)
+        _gather(na, np.ascontiguousarray(self.offsets, np.int64), self.buffer.view(np.int64), out.view(np.int64))
+        return out
+
+
+@njit(cache=True)
+def _gather(na, off, a, out):
+    k = 0
+    for i in range(na.shape[0]):
+        o = off[i]
+        for q in range(na[i]):
+            out[k] = a[o + q]
+            k += 1
+
+
+def encode_addresses(count: np.ndarray, addresses: np.ndarray | Gathered) -> list[np.ndarray]:
     """The address arrays (module docstring) of rows with ``count`` addresses each, their
-    addresses ``addresses`` in row order."""
+    addresses ``addresses`` in row order (or where they lie, :class:`Gathered`)."""
     na = np.ascontiguousarray(count, np.int64)
-    a = np.ascontiguousarray(addresses, np.uint64).view(np.int64)
-    if int(na.sum()) != a.shape[0]:
-        raise ValueError(f"{a.shape[0]} addresses for rows that count {int(na.sum())}")
-    kind, base, stride, pattern, pstart, deltas, lanes = _encode_addresses(na, a)
+    if isinstance(addresses, Gathered):
+        a = np.ascontiguousarray(addresses.buffer, np.uint64).view(np.int64)
+        off = np.ascontiguousarray(addresses.offsets, np.int64)
+        if off.shape[0] != na.shape[0] or (na.shape[0] and (int(off.min()) < 0 or int((off + na).max()) > a.shape[0])):
+            raise ValueError("gathered addresses outside their buffer")
+    else:
+        a = np.ascontiguousarray(addresses, np.uint64).view(np.int64)
+        if int(na.sum()) != a.shape[0]:
+            raise ValueError(f"{a.shape[0]} addresses for rows that count {int(na.sum())}")
+        off = np.zeros(na.shape[0], np.int64)
+        if na.shape[0] > 1:
+            np.cumsum(na[:-1], out=off[1:])
+    kind, base, stride, pattern, pstart, deltas, lanes = _encode_addresses(na, off, a)
     return [na.astype(_count_dtype(int(na.max()) if na.size else 0)), kind, base.view(np.uint64), stride, pattern,
             pstart, deltas, lanes.view(np.uint64)]
 

@@ -124,29 +124,39 @@ class FrameWriter:
         self.pending_rows = 0
         self.rows = 0
 
-    def append(self, rows: dict[str, np.ndarray], n_addr: np.ndarray, addresses: np.ndarray) -> None:
+    def append(self, rows: dict[str, np.ndarray], n_addr: np.ndarray, addresses) -> None:
+        """Rows with ``n_addr`` addresses each: ``addresses`` in row order, or where they lie
+        (:class:`teg.trace.codec.Gathered`: read by the encoder there, copied only for rows that
+        wait for the next batch)."""
         n_addr = np.asarray(n_addr, np.int64)
         n = int(n_addr.shape[0])
-        starts = np.zeros(n + 1, np.int64)
-        np.cumsum(n_addr, out=starts[1:])
+        if isinstance(addresses, codec.Gathered):
+            piece = addresses.rows
+        else:
+            starts = np.zeros(n + 1, np.int64)
+            np.cumsum(n_addr, out=starts[1:])
+
+            def piece(a: int, e: int):
+                return addresses[starts[a]:starts[e]]
         at = 0
         if self.pending_rows:
             take = min(n, codec.FRAME_ROWS - self.pending_rows)
-            self._hold(rows, n_addr, addresses, starts, 0, take)
+            self._hold(rows, n_addr, piece, 0, take)
             at = take
             if self.pending_rows == codec.FRAME_ROWS:
                 self._flush()
         while n - at >= codec.FRAME_ROWS:
             e = at + codec.FRAME_ROWS
-            self._frame({k: v[at:e] for k, v in rows.items()}, n_addr[at:e], addresses[starts[at]:starts[e]])
+            self._frame({k: v[at:e] for k, v in rows.items()}, n_addr[at:e], piece(at, e))
             at = e
         if at < n:
-            self._hold(rows, n_addr, addresses, starts, at, n)
+            self._hold(rows, n_addr, piece, at, n)
 
-    def _hold(self, rows, n_addr, addresses, starts, a: int, e: int) -> None:
+    def _hold(self, rows, n_addr, piece, a: int, e: int) -> None:
         if e > a:
-            self.pending.append(({k: np.array(v[a:e]) for k, v in rows.items()}, np.array(n_addr[a:e]),
-                                 np.array(addresses[starts[a]:starts[e]])))
+            held = piece(a, e)
+            held = held.materialize(n_addr[a:e]) if isinstance(held, codec.Gathered) else np.array(held)
+            self.pending.append(({k: np.array(v[a:e]) for k, v in rows.items()}, np.array(n_addr[a:e]), held))
             self.pending_rows += e - a
 
     def _flush(self) -> None:
@@ -248,9 +258,12 @@ class KernelWriter:
         self.frames.by_pc = (pcs, {n: np.asarray(tables[n], COLUMNS[n][0]) for n in names})
         return True
 
-    def append_rows(self, rows: dict[str, np.ndarray], n_addr: np.ndarray, addresses: np.ndarray) -> None:
+    def append_rows(self, rows: dict[str, np.ndarray], n_addr: np.ndarray, addresses) -> None:
         """Append a batch of rows; ``n_addr`` holds the address count of each row (without the
-        static columns after :meth:`promise_static_by_pc` with their tables)."""
+        static columns after :meth:`promise_static_by_pc` with their tables); ``addresses`` in
+        row order or where they lie (:class:`teg.trace.codec.Gathered`)."""
+        if isinstance(addresses, codec.Gathered) and self.frames is None:
+            addresses = addresses.materialize(n_addr)
         if self.frames is not None:
             missing = [n for n in self.frames.names if n not in rows
                        and not (self.frames.by_pc is not None and n in STATIC_COLUMNS)]
@@ -262,7 +275,7 @@ class KernelWriter:
                 self.cols[name].append(arr)
             self.cols["addr_start"].append(self.n_addr + np.cumsum(n_addr, dtype=np.int64))
             self.cols["addresses"].append(addresses)
-        self.n_addr += int(addresses.shape[0])
+        self.n_addr += int(np.sum(n_addr)) if isinstance(addresses, codec.Gathered) else int(addresses.shape[0])
 
     def abort(self) -> None:
         """Close the columns and remove the kernel's folder (a kernel that did not finish)."""
