@@ -7,7 +7,8 @@ leaves every trace and every output byte for byte as it was.
 Every launch that goes through :func:`teg.emu.launch.execute` (``teg.emu.emulate``, ``teg trace
 run``, each launch of ``teg trace app``) is recorded: the kernel, grid and block, the warp
 instructions it returned or the error it raised, a SHA-256 of each trace column the sink received
-(chunk boundaries do not matter: one hash per column, fed in order) and of the global memory the
+(chunk boundaries do not matter: one hash per column, fed in order; the static columns of a sink
+handed the pc only are looked up per pc, ``RowSink.full_rows``) and of the global memory the
 launch could touch after it ran (the allocations' bytes). Global addresses are hashed relative to
 the heap's base, and so are the 64-bit words of memory that point into the heap (``teg trace app``
 maps device memory where the system puts it). ``--tests`` runs
@@ -70,10 +71,11 @@ class Recorder:
             take = sink.take
 
             def hashed_take(rows, n_addr, addresses):
-                for name in sorted(rows):
-                    hashes.setdefault(name, hashlib.sha256()).update(np.ascontiguousarray(rows[name]).tobytes())
+                full = sink.full_rows(rows)          # with the static columns a trace writer gets per pc
+                for name in sorted(full):
+                    hashes.setdefault(name, hashlib.sha256()).update(np.ascontiguousarray(full[name]).tobytes())
                 hashes.setdefault("n_addr", hashlib.sha256()).update(np.asarray(n_addr, np.int64).tobytes())
-                a = np.asarray(addresses, np.uint64)
+                a = np.asarray(sink.addresses_of(n_addr, addresses), np.uint64)
                 rel = np.where(a >= np.uint64(base), a - np.uint64(base), a)
                 hashes.setdefault("addresses", hashlib.sha256()).update(rel.tobytes())
                 return take(rows, n_addr, addresses)

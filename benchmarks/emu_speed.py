@@ -1,6 +1,7 @@
 """Emulator speed.
 
     python benchmarks/emu_speed.py [--arch sm_90] [--repeat 3] [--sizes 128,256,512] [--no-app] [--no-kernels]
+    python benchmarks/emu_speed.py --stages [--sizes 256] [--repeat 5]
 
 1. Kernels of tests/fixtures/emu on one thread: emulated thread-instructions per second (active
    lanes summed over all warp instructions executed), ``end-to-end`` through ``teg.emu.emulate``
@@ -18,6 +19,11 @@
 
    The variants run interleaved, ``--repeat`` rounds, and the medians are printed (the shared
    machine's speed drifts by ±30 %); the warp instructions are exact counts from the traces.
+3. ``--stages``: where a traced launch's CPU time goes, ``teg trace run`` of the matmul on one
+   thread, in nanoseconds of thread CPU time per warp instruction (median and best of
+   ``--repeat``): the interpreter, the rows' expansion into trace columns, the frame writer and,
+   inside it, the address encoding and the byte shuffle + zlib (zlib alone beside it), and the
+   whole command (process CPU time: set-up and files included).
    Besides the wall-clock rates, ``per CPU-second of teg`` divides by the CPU time of this
    process (all its threads; not the traced program's own): on a machine other jobs load, the
    figure that says what the code costs.
@@ -251,6 +257,75 @@ def end_to_end(arch: str, sizes: list[int], repeat: int, app: bool, timer: _Time
                           f"(CPU time {trc / unc:.2f}x)")
 
 
+@contextlib.contextmanager
+def _stage_clocks(acc: dict):
+    """Thread CPU time spent in each stage of a traced launch, added up in ``acc`` (seconds)."""
+    import zlib
+
+    import teg.emu.launch as L
+    import teg.trace.codec as codec
+    import teg.trace.native as native
+
+    def wrap(owner, name: str, key: str):
+        orig = getattr(owner, name)
+
+        def timed(*a, **k):
+            t = time.thread_time()
+            try:
+                return orig(*a, **k)
+            finally:
+                acc[key] = acc.get(key, 0.0) + time.thread_time() - t
+        setattr(owner, name, timed)
+        return owner, name, orig
+
+    class _Zlib:                      # codec's zlib with compress timed
+        def __getattr__(self, k):
+            return getattr(zlib, k)
+
+        def compress(self, *a):
+            t = time.thread_time()
+            out = zlib.compress(*a)
+            acc["zlib"] = acc.get("zlib", 0.0) + time.thread_time() - t
+            return out
+
+    undo = [wrap(interp, "run_blocks", "interpreter"), wrap(L, "expand_rows", "expansion"),
+            wrap(native.FrameWriter, "_frame", "frame writer"), wrap(codec, "encode_addresses", "addresses"),
+            wrap(codec, "encode_frame", "shuffle + zlib"), (codec, "zlib", codec.zlib)]
+    codec.zlib = _Zlib()
+    try:
+        yield
+    finally:
+        for owner, name, orig in reversed(undo):
+            setattr(owner, name, orig)
+
+
+def stages(arch: str, sizes: list[int], repeat: int) -> None:
+    """Print where a traced ``teg trace run`` of the matmul spends its CPU time (module docstring, 3)."""
+    keys = ["interpreter", "expansion", "frame writer", "addresses", "shuffle + zlib", "zlib", "whole command"]
+    with tempfile.TemporaryDirectory(prefix="teg-emu-stages-") as tmp, _threads(1):
+        d = Path(tmp)
+        _trace_run(arch, 32, d / "warm.npz")
+        print(f"\nwhere a traced launch's time goes: teg trace run, one thread, ns of thread CPU time per warp "
+              f"instruction (median / best of {repeat})")
+        print(f"{'n':>5} {'warp instr':>12} " + " ".join(f"{k:>15}" for k in keys) + f" {'M/s per CPU-s':>14}")
+        for n in sizes:
+            runs = []
+            for _ in range(repeat):
+                acc: dict = {}
+                with _stage_clocks(acc):
+                    t = time.process_time()
+                    _trace_run(arch, n, d / "t.npz")
+                    acc["whole command"] = time.process_time() - t
+                rows = _rows_of(d / "t.npz")
+                runs.append({k: v / rows * 1e9 for k, v in acc.items()})
+                os.remove(d / "t.npz")
+                shutil.rmtree(d / "t.npz.outputs", ignore_errors=True)
+            med = {k: statistics.median(r.get(k, 0.0) for r in runs) for k in keys}
+            best = {k: min(r.get(k, 0.0) for r in runs) for k in keys}
+            print(f"{n:>5} {rows:>12,} " + " ".join(f"{med[k]:>7.1f} /{best[k]:>6.1f}" for k in keys)
+                  + f" {1e3 / med['whole command']:>6.2f} /{1e3 / best['whole command']:>5.2f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--arch", default="sm_90")
@@ -258,12 +333,16 @@ def main() -> None:
     ap.add_argument("--sizes", default="128,256,512", help="matmul sizes n (multiples of 16) for the end-to-end table")
     ap.add_argument("--no-app", action="store_true", help="skip teg trace app (needs nvcc and a C compiler)")
     ap.add_argument("--no-kernels", action="store_true", help="skip the per-kernel table")
+    ap.add_argument("--stages", action="store_true", help="only the time per stage of a traced trace run (one thread)")
     opts = ap.parse_args()
+    sizes = [int(x) for x in opts.sizes.split(",") if x]
+    if opts.stages:
+        stages(opts.arch, sizes, opts.repeat)
+        return
     timer = _Timer()
     interp.run_blocks = timer
     if not opts.no_kernels:
         kernels_table(opts.arch, opts.repeat, timer)
-    sizes = [int(x) for x in opts.sizes.split(",") if x]
     if sizes:
         end_to_end(opts.arch, sizes, opts.repeat, not opts.no_app, timer)
 

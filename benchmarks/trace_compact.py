@@ -1,5 +1,5 @@
 """Traces people can keep (issue 38, point 2): bytes per warp instruction on disk of the native
-format before (version 1: every column a ``.npy``) and now (version 2: compact frames,
+format before (version 1: every column a ``.npy``) and now (version 3: compact frames,
 teg/trace/codec.py), the time to write and to load each, and the lowering against the engine on
 every trace.
 
@@ -82,7 +82,7 @@ def main() -> None:
             else:
                 trace, sass = emulated(name, keep)
             rows = sum(k.num_rows for k in trace)
-            old, new = work / f"{name}.v1.npz", work / f"{name}.v2.npz"
+            old, new = work / f"{name}.v1.npz", work / f"{name}.v3.npz"
             w_old, w_new, l_old, l_new = [], [], [], []
             for _ in range(max(1, args.repeat)):
                 for path, compact, times in ((old, False, w_old), (new, True, w_new)):
@@ -121,8 +121,8 @@ def main() -> None:
         shutil.rmtree(work, ignore_errors=True)
 
     print(f"\nbytes per warp instruction on disk (.npz), and write / load times (medians of {args.repeat})")
-    print(f"{'trace':12s} {'kernels':>7s} {'warp instr':>11s} {'v1 bytes':>12s} {'v2 bytes':>10s} {'v1 B/instr':>10s} "
-          f"{'v2 B/instr':>10s} {'write v1':>9s} {'write v2':>9s} {'load v1':>8s} {'load v2':>8s}")
+    print(f"{'trace':12s} {'kernels':>7s} {'warp instr':>11s} {'v1 bytes':>12s} {'v3 bytes':>10s} {'v1 B/instr':>10s} "
+          f"{'v3 B/instr':>10s} {'write v1':>9s} {'write v3':>9s} {'load v1':>8s} {'load v3':>8s}")
     for name, nk, rows, so, sn, wo, wn, lo, ln in size_rows:
         print(f"{name:12s} {nk:7d} {rows:11,d} {so:12,d} {sn:10,d} {so / rows:10.2f} {sn / rows:10.2f} "
               f"{wo:8.3f}s {wn:8.3f}s {lo:7.3f}s {ln:7.3f}s")

@@ -1,7 +1,7 @@
-"""The compact native trace encoding (teg/trace/codec.py, format version 2): each address encoding
-on hand-built rows, frames and whole traces round-tripping exactly (hypothesis), frames cut at
-every batch boundary, the spill for long kernels, version-1 traces still read, and damaged frames
-refused with one line naming the member."""
+"""The compact native trace encoding (teg/trace/codec.py, format version 3): each address encoding
+on hand-built rows, runs and narrowed per-row columns, frames and whole traces round-tripping
+exactly (hypothesis), frames cut at every batch boundary, the spill for long kernels, version-1 and
+version-2 traces still read, and damaged frames refused with one line naming the member."""
 
 from __future__ import annotations
 
@@ -102,7 +102,9 @@ def test_static_columns_are_stored_per_pc_only_when_they_follow_it():
     assert np.array_equal(codec.expand_keyed(codec.key_index(pc), t_follow), follows)
     with pytest.raises(codec.FrameError, match="keyed table of 2 items for 3 keys"):
         codec.expand_keyed(codec.key_index(pc), t_follow[:2])
+    assert codec.distinct_keys(pc).tolist() == [16, 32, 48]
     far = np.array([2**40, 0, 2**40, 5], np.int64)        # keys far apart: ranked by sorting
+    assert codec.distinct_keys(far).tolist() == [0, 5, 2**40]
     (t,) = codec.keyed_tables(far, [np.array([1, 2, 1, 3])])
     assert t.tolist() == [2, 3, 1] and codec.expand_keyed(codec.key_index(far), t).tolist() == [1, 2, 1, 3]
 
@@ -191,9 +193,80 @@ def test_version_1_traces_are_still_read_and_resaved_identically(tmp_path):
     out = tt.save(old, tmp_path / "v2.npz")
     with zipfile.ZipFile(out) as zf:
         meta = json.loads(zf.read("meta.json"))
-    assert meta["version"] == native.FORMAT_VERSION == 2 and meta["kernels"][0]["codec"] == "frames"
+    assert meta["version"] == native.FORMAT_VERSION == 3 and meta["kernels"][0]["codec"] == "frames"
     _assert_same(old.kernels[0], tt.load(out).kernels[0])
     assert out.stat().st_size * 10 < BUNDLED.stat().st_size
+
+
+def test_version_2_traces_are_still_read():
+    """A file teg wrote in format version 2 (frames without runs or narrowed columns; written at
+    a01e072 from the bundled version-1 example) loads row for row equal to that example."""
+    v2 = ROOT / "tests" / "fixtures" / "native" / "matmul_abt.sm_90.v2.npz"
+    with zipfile.ZipFile(v2) as zf:
+        assert json.loads(zf.read("meta.json"))["version"] == 2
+    with open_frames(v2) as fh:
+        flags = codec.read_frame(fh)[3]
+    assert not any(f & (codec.RUNS | codec.NARROW) for f in flags)
+    _assert_same(tt.load(BUNDLED).kernels[0], tt.load(v2).kernels[0])
+
+
+def open_frames(npz: Path):
+    zf = zipfile.ZipFile(npz)
+    return zf.open(f"k0000/{native.FRAMES_FILE}")
+
+
+def test_per_row_columns_as_runs_or_narrow_types():
+    """Hand-computed: few runs → RUNS (value, length); many runs of small non-negative values →
+    the narrowest unsigned type; negative values or no narrower type → stored as they are."""
+    warp = np.array([5, 5, 5, 5, 5, 7, 7, 7, 7, 7, 7, 7], np.int32).reshape(-1, 1)
+    a, f = codec.pack_column(warp)
+    assert f == codec.RUNS and a.dtype == np.int32 and a.tolist() == [[5, 5], [7, 7]]
+    pc = np.array([16, 32, 48, 64, 70000 * 16, 0], np.int64).reshape(-1, 1)
+    a, f = codec.pack_column(pc)
+    assert f == codec.NARROW and a.dtype == np.uint32 and a.reshape(-1).tolist() == pc.reshape(-1).tolist()
+    a, f = codec.pack_column(pc % 4096)
+    assert f == codec.NARROW and a.dtype == np.uint16
+    mw = np.array([0, 4, 0, 8], np.int16).reshape(-1, 1)              # 2-byte runs would not hold a length
+    assert codec.pack_column(mw)[1] == codec.NARROW and codec.pack_column(mw)[0].dtype == np.uint8
+    for same in (np.array([-1, 3, -1, 3], np.int64).reshape(-1, 1),     # negative: as it is
+                 np.array([1, 2, 3, 2**32], np.int64).reshape(-1, 1),   # none narrower holds 2^32 … (u32 max + 1)
+                 np.array([0, 1, 0, 1], np.uint8).reshape(-1, 1),       # already one byte
+                 np.array([1, 2**63 + 5, 1, 2], np.uint64).reshape(-1, 1),   # uint64: never narrowed
+                 np.zeros((4, 8), np.int16), np.zeros((0, 1), np.int32)):
+        a, f = codec.pack_column(same)
+        assert f == 0 and a is same
+    for a0 in (warp, pc, pc % 4096, mw):
+        a, f = codec.pack_column(a0)
+        back = codec.unpack_column(a, f, a0.dtype, 1, a0.shape[0])
+        assert back.dtype == a0.dtype and np.array_equal(back, a0)
+
+
+@pytest.mark.parametrize("stored, flags, problem", [
+    (np.array([[5, 3], [7, 0]], np.int32), codec.RUNS, "runs that do not cover"),     # a run of length 0
+    (np.array([[5, 3], [7, 5]], np.int32), codec.RUNS, "runs that do not cover"),     # 8 rows, not 7
+    (np.array([[5, 3], [7, 4]], np.int64), codec.RUNS, "runs as int64"),               # not the column's type
+    (np.array([[1], [2]], np.int8), codec.NARROW, "int8 values"),                      # signed
+    (np.array([[1], [2]], np.uint32), codec.NARROW, "uint32 values"),                  # not narrower
+])
+def test_damaged_runs_and_narrow_columns_are_refused(stored, flags, problem):
+    with pytest.raises(codec.FrameError, match=problem):
+        codec.unpack_column(stored, flags, np.dtype(np.int32), 1, 7)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(["<i2", "<i4", "<u4", "<i8"]), st.integers(0, 400), st.integers(1, 50), st.integers(0, 2**32))
+def test_packed_columns_round_trip_through_frames(dtype, n, runs, seed):
+    rng = np.random.default_rng(seed)
+    info = np.iinfo(np.dtype(dtype))
+    hi = min(int(rng.choice([255, 65535, info.max])), info.max)
+    vals = rng.integers(max(info.min, -5) if seed % 3 == 0 else 0, hi, size=runs, dtype=np.dtype(dtype), endpoint=True)
+    a = np.repeat(vals, np.diff(np.sort(np.r_[0, rng.integers(0, n + 1, runs - 1), n]))).reshape(-1, 1) if n else \
+        np.zeros((0, 1), dtype)
+    stored, f = codec.pack_column(a)
+    table, rows, (x,), flags = codec.read_frame(io.BytesIO(codec.encode_frame(codec.ROWS, n, [stored], flags=(f,))))
+    assert flags[0] & (codec.RUNS | codec.NARROW) == f
+    back = codec.unpack_column(x, f, np.dtype(dtype), 1, n)
+    assert back.dtype == np.dtype(dtype) and np.array_equal(back, a)
 
 
 def test_cache_entries_stay_mapped_columns(tmp_path):
@@ -281,13 +354,86 @@ def test_emulator_streamer_promises_static_columns_only_for_distinct_addresses()
     from teg.emu.launch import TraceStreamer
 
     class Writer:
-        promised = False
+        promised = None
 
-        def promise_static_by_pc(self):
-            self.promised = True
+        def promise_static_by_pc(self, pcs, tables):
+            self.promised = (pcs, tables)
+            return True
 
     info = KernelInfo(name="k", grid=(1, 1, 1), block=(32, 1, 1), binary_version=90)
-    for addrs, promised in (([0, 16, 32], True), ([0, 16, 16], False)):
+    for addrs, promised in (([32, 0, 16], True), ([0, 16, 16], False)):
         w = Writer()
-        TraceStreamer(w).start(info, SimpleNamespace(ins_addr=np.array(addrs, np.int64)), 1)
-        assert w.promised is promised
+        static = (["A", "B"], np.array([0, 1, 0], np.int32), np.array([[1, -1, -1, -1]] * 3, np.int16),
+                  np.array([[2] + [-1] * 7] * 3, np.int16))
+        compiled = SimpleNamespace(ins_addr=np.array(addrs, np.int64), static=static,
+                                   lowered=SimpleNamespace(mem_width=np.array([4, 0, 8]), imm=np.array([7, 8, 9])))
+        sink = TraceStreamer(w)
+        sink.start(info, compiled, 1)
+        assert (w.promised is not None) is promised and sink.static_rows is not promised
+        if promised:                      # the static columns per pc ascending: 0, 16, 32 are instructions 1, 2, 0
+            pcs, tables = w.promised
+            assert pcs.tolist() == [0, 16, 32] and tables["opcode"].tolist() == [1, 0, 0]
+            assert tables["mem_width"].dtype == np.int16 and tables["mem_width"].tolist() == [0, 8, 4]
+            assert tables["imm"].tolist() == [8, 9, 7]
+            rows = sink.full_rows({"pc": np.array([16, 16, 32], np.int64)})
+            assert rows["imm"].tolist() == [9, 9, 7] and rows["dst"].shape == (3, 4)
+
+
+def test_rows_without_static_columns_write_the_same_frames(tmp_path, monkeypatch):
+    """A writer given the static columns per pc takes rows without them, and writes the same bytes
+    as one handed every row's static columns; a row at a pc the tables lack is refused."""
+    monkeypatch.setattr(codec, "FRAME_ROWS", 16)
+    kt = _random_kernel(np.random.default_rng(6), 61, "mixed")
+    ins = (kt.pc // 16).astype(np.int64)
+    kt.opcode = (ins % 2).astype(np.int32)
+    kt.dst = np.stack([ins, -ins, ins + 1, ins * 2], axis=1).astype(np.int16)
+    kt.src = np.repeat(ins[:, None], 8, axis=1).astype(np.int16)
+    kt.mem_width = np.where(kt.opcode == 0, 4, 0).astype(np.int16)
+    kt.imm = ins * 1000
+    pcs = np.arange(0, 16 * 50, 16, dtype=np.int64)
+    k = pcs // 16
+    tables = {"opcode": k % 2, "dst": np.stack([k, -k, k + 1, k * 2], axis=1), "src": np.repeat(k[:, None], 8, axis=1),
+              "mem_width": np.where(k % 2 == 0, 4, 0), "imm": k * 1000}
+    kw = native.KernelWriter(tmp_path / "per_pc")
+    assert kw.promise_static_by_pc(pcs, tables)
+    for a, b in ((0, 20), (20, 61)):
+        rows = {n: getattr(kt, n)[a:b] for n in ("warp", "block", "pc", "mask")}
+        kw.append_rows(rows, np.diff(kt.addr_start[a:b + 1]), kt.addresses[kt.addr_start[a]:kt.addr_start[b]])
+    kw.finish(kt.info, kt.opcodes, kt.warp_start, kt.warp_block, kt.block_xyz)
+    assert (tmp_path / "per_pc" / native.FRAMES_FILE).read_bytes() == _frames_bytes(tmp_path, kt, "checked", False)
+    assert not native.KernelWriter(tmp_path / "lines", with_line_num=True).promise_static_by_pc(pcs, tables)
+    kw = native.KernelWriter(tmp_path / "short")
+    kw.promise_static_by_pc(pcs[:10], {n: t[:10] for n, t in tables.items()})
+    with pytest.raises(ValueError, match="pc the promised static columns do not hold"):
+        kw.append_rows({n: getattr(kt, n)[:16] for n in ("warp", "block", "pc", "mask")},
+                       np.diff(kt.addr_start[:17]), kt.addresses[:kt.addr_start[16]])
+
+
+def test_addresses_read_where_they_lie_encode_and_write_as_copied_ones(tmp_path, monkeypatch):
+    """Rows whose addresses stay in a recording buffer in another order (codec.Gathered: each row's
+    offset there) encode to the same arrays, and write the same frames at any batch boundary, as
+    the same addresses copied in row order."""
+    monkeypatch.setattr(codec, "FRAME_ROWS", 16)
+    kt = _random_kernel(np.random.default_rng(8), 61, "mixed")
+    n_addr = np.diff(kt.addr_start)
+    rng = np.random.default_rng(9)
+    order = rng.permutation(61)                           # the buffer holds the rows' addresses shuffled
+    buf_parts, offsets, at = [], np.zeros(61, np.int64), 7
+    buf_parts.append(np.full(7, 12345, U64))              # and something before them
+    for r in order:
+        offsets[r] = at
+        buf_parts.append(np.asarray(kt.addresses[kt.addr_start[r]:kt.addr_start[r + 1]]))
+        at += int(n_addr[r])
+    buf = np.concatenate(buf_parts)
+    g = codec.Gathered(offsets, buf)
+    assert np.array_equal(g.materialize(n_addr), kt.addresses)
+    for x, y in zip(codec.encode_addresses(n_addr, g), codec.encode_addresses(n_addr, kt.addresses)):
+        assert x.dtype == y.dtype and np.array_equal(x, y)
+    with pytest.raises(ValueError, match="outside their buffer"):
+        codec.encode_addresses(n_addr, codec.Gathered(offsets + len(buf), buf))
+    kw = native.KernelWriter(tmp_path / "gathered")
+    for a, b in ((0, 20), (20, 61)):
+        rows = {n: getattr(kt, n)[a:b] for n in native.ROW_COLUMNS if n != "line_num"}
+        kw.append_rows(rows, n_addr[a:b], g.rows(a, b))
+    kw.finish(kt.info, kt.opcodes, kt.warp_start, kt.warp_block, kt.block_xyz)
+    assert (tmp_path / "gathered" / native.FRAMES_FILE).read_bytes() == _frames_bytes(tmp_path, kt, "copied", False)

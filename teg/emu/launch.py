@@ -379,6 +379,7 @@ class RowSink:
     record = True
     keeps = False
     reuses = False
+    static_rows = True           # the rows it is handed carry the static columns (False: the pc only, TraceStreamer)
 
     def start(self, info: KernelInfo, compiled: Compiled, nwarps: int) -> None:
         self.info, self.compiled, self.nwarps = info, compiled, nwarps
@@ -386,20 +387,32 @@ class RowSink:
 
     def add(self, rw, ri, rm, rna, addrs) -> None:
         if not self.reuses:
-            self.accept(expand_rows(self.compiled, self.info, rw, ri, rm, rna, addrs))
+            self.accept(expand_rows(self.compiled, self.info, rw, ri, rm, rna, addrs, static=self.static_rows))
         else:                    # nothing it is handed is kept: one set of arrays for every chunk
             if getattr(self, "_buffers", None) is None or self._buffers.info is not self.info:
                 self._buffers = ExpandBuffers(self.info)
-            self.accept(expand_rows(self.compiled, self.info, rw, ri, rm, rna, addrs, self._buffers))
+            self.accept(expand_rows(self.compiled, self.info, rw, ri, rm, rna, addrs, self._buffers,
+                                    static=self.static_rows))
+
+    def full_rows(self, rows: dict) -> dict:
+        """``rows`` as :meth:`take` got them, with the static columns (looked up by pc when the
+        sink was handed the pc only)."""
+        return rows
+
+    @staticmethod
+    def addresses_of(n_addr: np.ndarray, addresses) -> np.ndarray:
+        """The addresses :meth:`take` got, in row order (copied when they were handed where they
+        lie, :class:`teg.trace.codec.Gathered`)."""
+        return addresses.materialize(n_addr) if hasattr(addresses, "materialize") else addresses
 
     def accept(self, expanded: tuple) -> None:
         """Take the rows :func:`expand_rows` made of whole blocks (grouped by warp)."""
         rows, n_addr, addresses = expanded
         warp = rows["warp"]
-        if len(warp):
-            first = int(warp[0])
-            counts = np.bincount(warp - first)
-            self.per_warp[first:first + len(counts)] += counts
+        if len(warp):                # grouped by warp, ascending: each warp's rows found by bisection
+            first, last = int(warp[0]), int(warp[-1])
+            counts = np.diff(np.searchsorted(warp, np.arange(first, last + 2, dtype=warp.dtype)))
+            self.per_warp[first:last + 1] += counts
         self.take(rows, n_addr, addresses)
 
     def take(self, rows: dict, n_addr: np.ndarray, addresses: np.ndarray) -> None:
@@ -460,12 +473,22 @@ class TraceStreamer(RowSink):
     def start(self, info, compiled, nwarps) -> None:
         super().start(info, compiled, nwarps)
         # the static columns are looked up per instruction and the pc is its address: with distinct
-        # addresses they are functions of the pc, so the writer need not check each row
+        # addresses they are functions of the pc, so the writer need not check each row, and a
+        # writer that stores them once per pc takes them per pc, not expanded into every row
+        self.static_rows, self.by_pc = True, None
         if np.unique(compiled.ins_addr).shape[0] == compiled.ins_addr.shape[0]:
-            self.writer.promise_static_by_pc()
+            self.by_pc = static_by_pc(compiled)
+            self.static_rows = not self.writer.promise_static_by_pc(*self.by_pc)
 
     def take(self, rows, n_addr, addresses) -> None:
         self.writer.append_rows(rows, n_addr, addresses)
+
+    def full_rows(self, rows: dict) -> dict:
+        if self.static_rows:
+            return rows
+        pcs, tables = self.by_pc
+        at = np.searchsorted(pcs, rows["pc"])
+        return {**rows, **{k: t[at] for k, t in tables.items()}}
 
     def finish(self) -> dict:
         warp_start, warp_block, block_xyz = self.layout()
@@ -477,6 +500,17 @@ class TraceStreamer(RowSink):
 COLUMN_SHAPES = {"warp": (np.int32, ()), "block": (np.int32, ()), "pc": (np.int64, ()), "opcode": (np.int32, ()),
                  "mask": (np.uint32, ()), "dst": (np.int16, (MAX_TRACE_DST,)), "src": (np.int16, (MAX_TRACE_SRC,)),
                  "mem_width": (np.int16, ()), "imm": (np.int64, ())}
+
+
+def static_by_pc(compiled: Compiled) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """``(pcs ascending, {column: its value at each of those pcs})``: the trace's static columns
+    per instruction, in the types of :data:`COLUMN_SHAPES`."""
+    _, opc, dst, src = compiled.static
+    lw = compiled.lowered
+    order = np.argsort(compiled.ins_addr, kind="stable")
+    cols = {"opcode": opc, "dst": dst, "src": src, "mem_width": lw.mem_width, "imm": lw.imm}
+    return (np.ascontiguousarray(compiled.ins_addr[order]),
+            {k: np.ascontiguousarray(np.asarray(v)[order], COLUMN_SHAPES[k][0]) for k, v in cols.items()})
 
 
 class ExpandBuffers:
@@ -499,24 +533,35 @@ class ExpandBuffers:
         return (*(c[:n] for c in self.cols), self.na[:n], self.out[:n_addr])
 
 
-def expand_rows(compiled: Compiled, info: KernelInfo, rw, ri, rm, rna, addrs, buffers: ExpandBuffers | None = None):
+def expand_rows(compiled: Compiled, info: KernelInfo, rw, ri, rm, rna, addrs, buffers: ExpandBuffers | None = None,
+                static: bool = True):
     """Rows of whole blocks in execution order → trace columns grouped by warp (a stable sort:
-    each warp's rows stay in execution order) with each row's static columns expanded; returns
-    ``(columns, addresses per row, addresses)`` (:func:`teg.emu.rows.expand`), in new arrays or,
-    given ``buffers``, in views of those (valid until the next call with them)."""
+    each warp's rows stay in execution order) with each row's static columns expanded (unless
+    ``static`` is False: then only warp, block, pc and mask, and the addresses left where they
+    were recorded, :class:`teg.trace.codec.Gathered`); returns ``(columns, addresses per row,
+    addresses)`` (:func:`teg.emu.rows.expand`), in new arrays or, given ``buffers``, in views of
+    those (valid until the next call with them, as ``addrs`` must stay)."""
     from teg.emu.rows import expand, expand_into
+
+    from teg.trace.codec import Gathered
 
     _, opc, dst, src = compiled.static
     lw = compiled.lowered
+    gather = not static           # a writer of compact frames: it reads the addresses where they were recorded
     if buffers is None:
         warp, block, pc, opcode, mask, d, s, mw, im, na, addresses = expand(
-            rw, ri, rm, rna, addrs, info.warps_per_block, compiled.ins_addr, opc, dst, src, lw.mem_width, lw.imm)
+            rw, ri, rm, rna, addrs, info.warps_per_block, compiled.ins_addr, opc, dst, src, lw.mem_width, lw.imm,
+            static, gather)
     else:
-        warp, block, pc, opcode, mask, d, s, mw, im, na, addresses = out = buffers.views(rw.shape[0], addrs.shape[0])
+        warp, block, pc, opcode, mask, d, s, mw, im, na, addresses = out = buffers.views(
+            rw.shape[0], rw.shape[0] if gather else addrs.shape[0])
         expand_into(rw, ri, rm, rna, addrs, info.warps_per_block, compiled.ins_addr, opc, dst, src, lw.mem_width,
-                    lw.imm, *out)
-    rows = {"warp": warp, "block": block, "pc": pc, "opcode": opcode, "mask": mask, "dst": d, "src": s,
-            "mem_width": mw, "imm": im}
+                    lw.imm, *out, static, gather)
+    rows = {"warp": warp, "block": block, "pc": pc, "mask": mask}
+    if static:
+        rows.update({"opcode": opcode, "dst": d, "src": s, "mem_width": mw, "imm": im})
+    if gather:
+        addresses = Gathered(addresses.view(np.int64), addrs)
     return rows, na, addresses
 
 
@@ -721,7 +766,7 @@ def _run_range(wk: _Worker, launch: tuple, lo: int, hi: int, room: int, sink: Ro
     expanded = None
     if record and st == I.ST_OK and parts:
         raw = parts[0] if len(parts) == 1 else tuple(np.concatenate(c) for c in zip(*parts))
-        expanded = expand_rows(sink.compiled, sink.info, *raw)
+        expanded = expand_rows(sink.compiled, sink.info, *raw, static=sink.static_rows)
     return st, parts, int(wk.cnt[2]), expanded
 
 

@@ -2,7 +2,7 @@
 
 Layout (docs/formats.md, "Native trace format")::
 
-    OUT/meta.json            {"format": "teg-trace", "version": 2, "source": ..., "memcpy": [...],
+    OUT/meta.json            {"format": "teg-trace", "version": 3, "source": ..., "memcpy": [...],
                               "kernels": [{"dir": "k0000", "info": {...KernelInfo}, "opcodes": [...],
                                            "rows": N, "warps": W, "blocks": B, "addresses": M,
                                            "codec": "frames", ...}]}
@@ -13,7 +13,7 @@ Layout (docs/formats.md, "Native trace format")::
                              file per KernelTrace column (``extras`` as ``x_<name>.npy``),
                              memory-mapped on load
 
-Version 1 (every column a ``.npy``) is read as before. Compact columns are decoded once, frame by
+Versions 1 (every column a ``.npy``) and 2 (frames without runs or narrowed columns) are read as before. Compact columns are decoded once, frame by
 frame, on load: into memory while a trace's decoded columns take at most :data:`DECODE_IN_MEMORY`
 bytes, the kernels past that into ``.npy`` files in the trace cache (:class:`teg.trace.cache.Spill`, keyed
 by the trace's content, reused by the next load) that are memory-mapped, so memory stays bounded
@@ -44,7 +44,8 @@ from teg.trace.model import MAX_TRACE_DST, MAX_TRACE_SRC, KernelInfo, KernelTrac
 from teg.trace.npyread import ColumnError, map_member, map_npy
 
 FORMAT_NAME = "teg-trace"
-FORMAT_VERSION = 2             # 2: compact kernels ("codec": "frames"); 1: every column a .npy
+FORMAT_VERSION = 3             # 3: frames may hold runs and narrowed columns; 2: compact kernels ("codec": "frames");
+                               # 1: every column a .npy
 HEADER_BYTES = 128
 CODEC = "frames"
 FRAMES_FILE = "columns.frames"
@@ -117,34 +118,45 @@ class FrameWriter:
     def __init__(self, dirpath: Path, names: list[str]):
         self.names = names
         self.static_by_pc = False     # the writer of the rows guarantees the static columns are functions of the pc
+        self.by_pc = None             # (pcs ascending, {static column: value per pc}): rows come without those columns
         self.fh = open(dirpath / FRAMES_FILE, "wb")
         self.pending: list[tuple[dict, np.ndarray, np.ndarray]] = []
         self.pending_rows = 0
         self.rows = 0
 
-    def append(self, rows: dict[str, np.ndarray], n_addr: np.ndarray, addresses: np.ndarray) -> None:
+    def append(self, rows: dict[str, np.ndarray], n_addr: np.ndarray, addresses) -> None:
+        """Rows with ``n_addr`` addresses each: ``addresses`` in row order, or where they lie
+        (:class:`teg.trace.codec.Gathered`: read by the encoder there, copied only for rows that
+        wait for the next batch)."""
         n_addr = np.asarray(n_addr, np.int64)
         n = int(n_addr.shape[0])
-        starts = np.zeros(n + 1, np.int64)
-        np.cumsum(n_addr, out=starts[1:])
+        if isinstance(addresses, codec.Gathered):
+            piece = addresses.rows
+        else:
+            starts = np.zeros(n + 1, np.int64)
+            np.cumsum(n_addr, out=starts[1:])
+
+            def piece(a: int, e: int):
+                return addresses[starts[a]:starts[e]]
         at = 0
         if self.pending_rows:
             take = min(n, codec.FRAME_ROWS - self.pending_rows)
-            self._hold(rows, n_addr, addresses, starts, 0, take)
+            self._hold(rows, n_addr, piece, 0, take)
             at = take
             if self.pending_rows == codec.FRAME_ROWS:
                 self._flush()
         while n - at >= codec.FRAME_ROWS:
             e = at + codec.FRAME_ROWS
-            self._frame({k: v[at:e] for k, v in rows.items()}, n_addr[at:e], addresses[starts[at]:starts[e]])
+            self._frame({k: v[at:e] for k, v in rows.items()}, n_addr[at:e], piece(at, e))
             at = e
         if at < n:
-            self._hold(rows, n_addr, addresses, starts, at, n)
+            self._hold(rows, n_addr, piece, at, n)
 
-    def _hold(self, rows, n_addr, addresses, starts, a: int, e: int) -> None:
+    def _hold(self, rows, n_addr, piece, a: int, e: int) -> None:
         if e > a:
-            self.pending.append(({k: np.array(v[a:e]) for k, v in rows.items()}, np.array(n_addr[a:e]),
-                                 np.array(addresses[starts[a]:starts[e]])))
+            held = piece(a, e)
+            held = held.materialize(n_addr[a:e]) if isinstance(held, codec.Gathered) else np.array(held)
+            self.pending.append(({k: np.array(v[a:e]) for k, v in rows.items()}, np.array(n_addr[a:e]), held))
             self.pending_rows += e - a
 
     def _flush(self) -> None:
@@ -157,11 +169,20 @@ class FrameWriter:
 
     def _frame(self, rows: dict[str, np.ndarray], n_addr: np.ndarray, addresses: np.ndarray) -> None:
         n = int(n_addr.shape[0])
-        cols = [np.asarray(rows[name], COLUMNS[name][0]).reshape(n, -1) for name in self.names]
+        given = self.by_pc is None
+        cols = [np.asarray(rows[name], COLUMNS[name][0]).reshape(n, -1) if given or name not in STATIC_COLUMNS
+                else None for name in self.names]
         static = [i for i, name in enumerate(self.names) if name in STATIC_COLUMNS]
         keyed = [False] * len(cols)
         pc = cols[self.names.index("pc")].reshape(-1)
-        if self.static_by_pc and n:          # no need to check each row: one item per distinct pc
+        if not given:                        # the static columns per distinct pc of the frame, from the promise
+            pcs, table = self.by_pc
+            seen = codec.distinct_keys(pc) if n else np.zeros(0, np.int64)
+            at = np.searchsorted(pcs, seen)
+            if at.shape[0] and (int(at[-1]) >= pcs.shape[0] or bool(np.any(pcs[at] != seen))):
+                raise ValueError("rows at a pc the promised static columns do not hold")
+            tables = [table[self.names[i]][at].reshape(at.shape[0], -1) for i in static]
+        elif self.static_by_pc and n:        # no need to check each row: one item per distinct pc
             first, _ = codec.key_index(pc)
             tables = [cols[i][first] for i in static]
         else:
@@ -169,9 +190,13 @@ class FrameWriter:
         for i, t in zip(static, tables):
             if t is not None:
                 cols[i], keyed[i] = t, True
+        flags = [0] * len(cols)
+        for i in range(len(cols)):
+            if not keyed[i]:
+                cols[i], flags[i] = codec.pack_column(cols[i])
         addr = codec.encode_addresses(n_addr, addresses)
         self.fh.write(codec.encode_frame(codec.ROWS, n, cols + addr, (True,) * len(cols) + codec.ADDRESS_SHUFFLE,
-                                         tuple(keyed) + (False,) * len(addr)))
+                                         tuple(keyed) + (False,) * len(addr), tuple(flags) + (0,) * len(addr)))
         self.rows += n
 
     def close(self, warp_start: np.ndarray, warp_block: np.ndarray, block_xyz: np.ndarray) -> None:
@@ -210,17 +235,38 @@ class KernelWriter:
             self.cols["addr_start"].append(np.zeros(1, np.int64))
         self.n_addr = 0
 
-    def promise_static_by_pc(self) -> None:
+    def promise_static_by_pc(self, pcs: np.ndarray | None = None, tables: dict[str, np.ndarray] | None = None) -> bool:
         """The caller guarantees that every row's static columns (:data:`STATIC_COLUMNS`) are a
         function of its pc (an emulator whose instructions have distinct addresses): the compact
-        frames then store them keyed without comparing each row (what they store is the same)."""
-        if self.frames is not None:
-            self.frames.static_by_pc = True
+        frames then store them keyed without comparing each row (what they store is the same).
+        Given that function — ``pcs`` ascending and ``tables``, each static column's value at
+        each of them — rows come without those columns; returns whether the writer takes them
+        so (compact frames only; every pc a row holds must be one of ``pcs``)."""
+        if self.frames is None:
+            return False
+        self.frames.static_by_pc = True
+        if pcs is None or tables is None:
+            return False
+        pcs = np.asarray(pcs, np.int64)
+        if pcs.shape[0] > 1 and bool(np.any(pcs[1:] <= pcs[:-1])):
+            raise ValueError("promised static columns: the pcs are not distinct and ascending")
+        names = [n for n in self.frames.names if n in STATIC_COLUMNS]
+        if not set(names) <= set(tables):          # (a writer with line numbers the tables lack: rows stay whole)
+            return False
+        if any(len(tables[n]) != pcs.shape[0] for n in names):
+            raise ValueError(f"promised static columns: tables of other lengths than the {pcs.shape[0]} pcs")
+        self.frames.by_pc = (pcs, {n: np.asarray(tables[n], COLUMNS[n][0]) for n in names})
+        return True
 
-    def append_rows(self, rows: dict[str, np.ndarray], n_addr: np.ndarray, addresses: np.ndarray) -> None:
-        """Append a batch of rows; ``n_addr`` holds the address count of each row."""
+    def append_rows(self, rows: dict[str, np.ndarray], n_addr: np.ndarray, addresses) -> None:
+        """Append a batch of rows; ``n_addr`` holds the address count of each row (without the
+        static columns after :meth:`promise_static_by_pc` with their tables); ``addresses`` in
+        row order or where they lie (:class:`teg.trace.codec.Gathered`)."""
+        if isinstance(addresses, codec.Gathered) and self.frames is None:
+            addresses = addresses.materialize(n_addr)
         if self.frames is not None:
-            missing = [n for n in self.frames.names if n not in rows]
+            missing = [n for n in self.frames.names if n not in rows
+                       and not (self.frames.by_pc is not None and n in STATIC_COLUMNS)]
             if missing:
                 raise ValueError(f"rows without column(s) {', '.join(missing)}")
             self.frames.append(rows, n_addr, addresses)
@@ -229,7 +275,7 @@ class KernelWriter:
                 self.cols[name].append(arr)
             self.cols["addr_start"].append(self.n_addr + np.cumsum(n_addr, dtype=np.int64))
             self.cols["addresses"].append(addresses)
-        self.n_addr += int(addresses.shape[0])
+        self.n_addr += int(np.sum(n_addr)) if isinstance(addresses, codec.Gathered) else int(addresses.shape[0])
 
     def abort(self) -> None:
         """Close the columns and remove the kernel's folder (a kernel that did not finish)."""
@@ -606,11 +652,14 @@ class Decoder:
             if table == codec.ROWS:
                 if len(arrays) != len(names) + len(codec.ADDRESS_ARRAYS):
                     raise codec.FrameError(f"a rows frame of {len(arrays)} arrays")
-                pc = arrays[names.index("pc")]
                 if flags[names.index("pc")] & codec.KEYED:
                     raise codec.FrameError("a keyed pc column")
+                cols = [a if f & codec.KEYED else codec.unpack_column(a, f, np.dtype(COLUMNS[name][0]), a.shape[1]
+                                                                      - (1 if f & codec.RUNS else 0), n)
+                        for name, a, f in zip(names, arrays, flags)]
+                pc = _expect(cols[names.index("pc")], "pc", n)
                 index = codec.key_index(pc.reshape(-1)) if n and any(f & codec.KEYED for f in flags) else None
-                for name, a, f in zip(names, arrays, flags):
+                for name, a, f in zip(names, cols, flags):
                     if f & codec.KEYED:
                         if name not in STATIC_COLUMNS or index is None:
                             raise codec.FrameError(f"a keyed {name} column")
