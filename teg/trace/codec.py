@@ -10,7 +10,7 @@ Frame layout (little-endian)::
                             u64 items)  then  arrays x values, byte-shuffled when flag 1 is set)
 
 The tables, in this order in the file: :data:`ROWS` frames (at most :data:`FRAME_ROWS` rows each:
-the per-row columns in :data:`teg.trace.native.ROW_COLUMNS` order, then the six address arrays
+the per-row columns in :data:`teg.trace.native.ROW_COLUMNS` order, then the eight address arrays
 below), :data:`WARPS` frames (each warp's end row ``warp_start[1:]`` and ``warp_block``) and
 :data:`BLOCKS` frames (``block_xyz``). One compressed stream per frame keeps a short kernel's
 overhead to a few dozen bytes.
