@@ -7,8 +7,10 @@ empty for a cold run, filled by that cold run for the warm ones. A cold run prin
 seconds (user + system of the child, which is what compiling costs on a shared machine; the wall
 time follows the other tenants) and, from numba's compile events (``numba.core.event``), the CPU
 seconds spent inside top-level compilations and the count of functions compiled. The warm runs
-give wall and CPU time, median of ``--warm`` runs, alternating two variants: teg's loader
-(:class:`teg.jit._LoadOnlyCache`) and numba's own first step of a cache load,
+give wall and CPU time, median of ``--warm`` runs, alternating three variants: teg's loader
+(:class:`teg.jit._LoadOnlyCache`, whose libraries parse their LLVM bitcode only when needed:
+:class:`teg.jit._CachedLibrary`), the same parsing every library's bitcode at load as numba does
+(``TEG_EAGER_BITCODE=1``), and that with numba's own first step of a cache load,
 ``target_context.refresh()`` (importing every lowering and typing registry of numba), run before
 the command. A checked warm run then counts what it did: functions compiled (0: all came from the
 cache), functions loaded from the cache, modules imported, and whether numba's registries
@@ -79,6 +81,7 @@ def run_child(code: str, cache_dir: str, extra_env: dict | None = None) -> dict:
     # would compile teg's ~80 modules from source again
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env.pop("TEG_NO_LINKONLY", None)
+    env.pop("TEG_EAGER_BITCODE", None)
     env.update(extra_env or {})
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
@@ -136,10 +139,11 @@ def main() -> None:
             for r in runs:
                 print(f"cold ({name}): CPU {r['cpu']:.1f} s (of which compiling {r['compile_cpu']:.1f} s, "
                       f"{r['compiled']} functions compiled), wall {r['wall']:.1f} s")
-        warm = {"teg's loader": [], "numba's refresh first": []}
+        warm = {"teg's loader": [], "teg's loader, bitcode parsed at load": [], "numba's refresh first": []}
         for _ in range(args.warm):
             warm["teg's loader"].append(run_child(PLAIN, warm_dir))
-            warm["numba's refresh first"].append(run_child(REFRESH, warm_dir))
+            warm["teg's loader, bitcode parsed at load"].append(run_child(PLAIN, warm_dir, {"TEG_EAGER_BITCODE": "1"}))
+            warm["numba's refresh first"].append(run_child(REFRESH, warm_dir, {"TEG_EAGER_BITCODE": "1"}))
         for name, runs in warm.items():
             walls = sorted(r["wall"] for r in runs)
             cpus = sorted(r["cpu"] for r in runs)

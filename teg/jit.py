@@ -47,7 +47,62 @@ class _LoadOnlyCache(FunctionCache):
             hashes = True
         if hashes:
             import numba.cpython.hashing  # noqa: F401
-        return self._impl.rebuild(target_context, data)
+        codegen = target_context.codegen()
+        try:
+            libdata, fndesc = data[0], data[1]
+            lazy = libdata[1] == "object"
+        except (IndexError, TypeError):
+            lazy = False
+        if not lazy or os.environ.get("TEG_EAGER_BITCODE"):
+            return self._impl.rebuild(target_context, data)
+        # numba's rebuild with the library made by _CachedLibrary.load (the one call it makes to
+        # ``codegen.unserialize_library``, redirected for this load only)
+        codegen.unserialize_library = lambda state: _CachedLibrary.load(
+            codegen, state, fndesc.llvm_cpython_wrapper_name)
+        try:
+            return self._impl.rebuild(target_context, data)
+        finally:
+            del codegen.unserialize_library
+
+
+class _CachedLibrary(_codegen.JITCodeLibrary):
+    """A code library loaded from numba's cache whose LLVM bitcode is parsed only when something
+    needs it. numba's cache holds a function's machine code and the bitcode of its module (for
+    linking it into a jitted caller); numba parses that bitcode at every load to learn the symbols
+    the library defines, although a function called from Python needs only its wrapper's address
+    from the loaded machine code (``simulate``'s bitcode is about 1 MB). This library records the
+    wrapper's name as defined and parses the bitcode when a caller links it in or another of its
+    symbols is asked for; the machine code is loaded as numba loads it (the execution engine's
+    object cache hands it over for the library's empty module)."""
+
+    @classmethod
+    def load(cls, codegen, state, wrapper_name):
+        name, kind, (object_code, bitcode) = state
+        lib = codegen.create_library(name)
+        lib.__class__ = cls
+        lib.enable_object_caching()
+        lib._set_compiled_object(object_code)
+        lib._bitcode = bitcode
+        lib._finalize_final_module()
+        codegen._engine._defined_symbols.add(wrapper_name)
+        return lib
+
+    def _parse_bitcode(self):
+        if self._bitcode is not None:
+            from llvmlite import binding as ll
+
+            self._shared_module = ll.parse_bitcode(self._bitcode)
+            self._bitcode = None
+            self._codegen._engine._load_defined_symbols(self._shared_module)
+
+    def _get_module_for_linking(self):
+        self._parse_bitcode()
+        return self._shared_module
+
+    def get_pointer_to_function(self, name):
+        if not self._codegen._engine.is_symbol_defined(name):
+            self._parse_bitcode()
+        return super().get_pointer_to_function(name)
 
 
 _HASH_SECRET = b"_numba_hashsecret_"
