@@ -20,7 +20,12 @@ cache), functions loaded from the cache, modules imported, and whether numba's r
 finalization of every helper (``TEG_NO_LINKONLY=1``): the cold runs of the two alternate, so the
 machine's drift falls on both.
 
-    python benchmarks/startup.py [--cold 1] [--warm 7] [--variants]
+``--floor`` measures what any warm run pays before teg's own code, in fresh interpreters
+alternating with the warm estimate: the interpreter alone (``python -c pass``), ``import numpy``,
+``import numpy, numba``, and that with numba's CPU target made (``cpu_target.target_context``:
+the codegen, LLVM's initialisation, the execution engine, which the first cache load needs).
+
+    python benchmarks/startup.py [--cold 1] [--warm 7] [--variants] [--floor]
 """
 
 from __future__ import annotations
@@ -70,6 +75,10 @@ sys.stderr.write("STARTUP " + json.dumps(acc) + "\n")
 """
 
 PLAIN = "from teg.cli import main; main(args=['estimate'])"
+FLOOR = {"floor: python -c pass": "pass", "floor: import numpy": "import numpy",
+         "floor: import numpy, numba": "import numpy, numba",
+         "floor: import numpy, numba + numba's CPU target":
+             "import numpy, numba; from numba.core.registry import cpu_target; cpu_target.target_context"}
 # numba's own cache load starts with this (numba.core.caching.FunctionCache.load_overload)
 REFRESH = "from numba.core.registry import cpu_target; cpu_target.target_context.refresh(); " + PLAIN
 
@@ -121,6 +130,8 @@ def main() -> None:
     ap.add_argument("--warm", type=int, default=7, help="warm runs after the first cold one")
     ap.add_argument("--variants", action="store_true",
                     help="also cold runs with TEG_NO_LINKONLY=1 (numba finalizing every helper), alternating")
+    ap.add_argument("--floor", action="store_true",
+                    help="also time the interpreter, numpy's and numba's imports alone (the floor of a warm run)")
     args = ap.parse_args()
     print("machine:", machine())
     variants = [("link-only helpers", {})]
@@ -140,10 +151,14 @@ def main() -> None:
                 print(f"cold ({name}): CPU {r['cpu']:.1f} s (of which compiling {r['compile_cpu']:.1f} s, "
                       f"{r['compiled']} functions compiled), wall {r['wall']:.1f} s")
         warm = {"teg's loader": [], "teg's loader, bitcode parsed at load": [], "numba's refresh first": []}
-        for _ in range(args.warm):
+        floor = FLOOR if args.floor else {}
+        warm.update({name: [] for name in floor})
+        for _ in range(args.warm):       # the variants (and the floor's parts) alternate
             warm["teg's loader"].append(run_child(PLAIN, warm_dir))
             warm["teg's loader, bitcode parsed at load"].append(run_child(PLAIN, warm_dir, {"TEG_EAGER_BITCODE": "1"}))
             warm["numba's refresh first"].append(run_child(REFRESH, warm_dir, {"TEG_EAGER_BITCODE": "1"}))
+            for name, code in floor.items():
+                warm[name].append(run_child(code, warm_dir))
         for name, runs in warm.items():
             walls = sorted(r["wall"] for r in runs)
             cpus = sorted(r["cpu"] for r in runs)
