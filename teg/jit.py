@@ -70,7 +70,7 @@ class _CachedLibrary(_codegen.JITCodeLibrary):
     needs it. numba's cache holds a function's machine code and the bitcode of its module (for
     linking it into a jitted caller); numba parses that bitcode at every load to learn the symbols
     the library defines, although a function called from Python needs only its wrapper's address
-    from the loaded machine code (``simulate``'s bitcode is about 1 MB). This library records the
+    from the loaded machine code (``simulate``'s bitcode is 0.67 MB). This library records the
     wrapper's name as defined and parses the bitcode when a caller links it in or another of its
     symbols is asked for; the machine code is loaded as numba loads it (the execution engine's
     object cache hands it over for the library's empty module)."""
@@ -84,7 +84,10 @@ class _CachedLibrary(_codegen.JITCodeLibrary):
         lib._set_compiled_object(object_code)
         lib._bitcode = bitcode
         lib._finalize_final_module()
-        codegen._engine._defined_symbols.add(wrapper_name)
+        if wrapper_name.encode() in object_code:
+            # defined there (its name is in the object's symbol table; nothing else refers to a
+            # wrapper); a function without one (``inner``) is answered from the bitcode, as numba does
+            codegen._engine._defined_symbols.add(wrapper_name)
         return lib
 
     def _parse_bitcode(self):
