@@ -7,8 +7,10 @@ empty for a cold run, filled by that cold run for the warm ones. A cold run prin
 seconds (user + system of the child, which is what compiling costs on a shared machine; the wall
 time follows the other tenants) and, from numba's compile events (``numba.core.event``), the CPU
 seconds spent inside top-level compilations and the count of functions compiled. The warm runs
-give wall and CPU time, median of ``--warm`` runs, alternating two variants: teg's loader
-(:class:`teg.jit._LoadOnlyCache`) and numba's own first step of a cache load,
+give wall and CPU time, median of ``--warm`` runs, alternating three variants: teg's loader
+(:class:`teg.jit._LoadOnlyCache`, whose libraries parse their LLVM bitcode only when needed:
+:class:`teg.jit._CachedLibrary`), the same parsing every library's bitcode at load as numba does
+(``TEG_EAGER_BITCODE=1``), and that with numba's own first step of a cache load,
 ``target_context.refresh()`` (importing every lowering and typing registry of numba), run before
 the command. A checked warm run then counts what it did: functions compiled (0: all came from the
 cache), functions loaded from the cache, modules imported, and whether numba's registries
@@ -18,7 +20,12 @@ cache), functions loaded from the cache, modules imported, and whether numba's r
 finalization of every helper (``TEG_NO_LINKONLY=1``): the cold runs of the two alternate, so the
 machine's drift falls on both.
 
-    python benchmarks/startup.py [--cold 1] [--warm 7] [--variants]
+``--floor`` measures what any warm run pays before teg's own code, in fresh interpreters
+alternating with the warm estimate: the interpreter alone (``python -c pass``), ``import numpy``,
+``import numpy, numba``, and that with numba's CPU target made (``cpu_target.target_context``:
+the codegen, LLVM's initialisation, the execution engine, which the first cache load needs).
+
+    python benchmarks/startup.py [--cold 1] [--warm 7] [--variants] [--floor]
 """
 
 from __future__ import annotations
@@ -68,6 +75,10 @@ sys.stderr.write("STARTUP " + json.dumps(acc) + "\n")
 """
 
 PLAIN = "from teg.cli import main; main(args=['estimate'])"
+FLOOR = {"floor: python -c pass": "pass", "floor: import numpy": "import numpy",
+         "floor: import numpy, numba": "import numpy, numba",
+         "floor: import numpy, numba + numba's CPU target":
+             "import numpy, numba; from numba.core.registry import cpu_target; cpu_target.target_context"}
 # numba's own cache load starts with this (numba.core.caching.FunctionCache.load_overload)
 REFRESH = "from numba.core.registry import cpu_target; cpu_target.target_context.refresh(); " + PLAIN
 
@@ -79,6 +90,7 @@ def run_child(code: str, cache_dir: str, extra_env: dict | None = None) -> dict:
     # would compile teg's ~80 modules from source again
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env.pop("TEG_NO_LINKONLY", None)
+    env.pop("TEG_EAGER_BITCODE", None)
     env.update(extra_env or {})
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
@@ -118,6 +130,8 @@ def main() -> None:
     ap.add_argument("--warm", type=int, default=7, help="warm runs after the first cold one")
     ap.add_argument("--variants", action="store_true",
                     help="also cold runs with TEG_NO_LINKONLY=1 (numba finalizing every helper), alternating")
+    ap.add_argument("--floor", action="store_true",
+                    help="also time the interpreter, numpy's and numba's imports alone (the floor of a warm run)")
     args = ap.parse_args()
     print("machine:", machine())
     variants = [("link-only helpers", {})]
@@ -136,10 +150,15 @@ def main() -> None:
             for r in runs:
                 print(f"cold ({name}): CPU {r['cpu']:.1f} s (of which compiling {r['compile_cpu']:.1f} s, "
                       f"{r['compiled']} functions compiled), wall {r['wall']:.1f} s")
-        warm = {"teg's loader": [], "numba's refresh first": []}
-        for _ in range(args.warm):
+        warm = {"teg's loader": [], "teg's loader, bitcode parsed at load": [], "numba's refresh first": []}
+        floor = FLOOR if args.floor else {}
+        warm.update({name: [] for name in floor})
+        for _ in range(args.warm):       # the variants (and the floor's parts) alternate
             warm["teg's loader"].append(run_child(PLAIN, warm_dir))
-            warm["numba's refresh first"].append(run_child(REFRESH, warm_dir))
+            warm["teg's loader, bitcode parsed at load"].append(run_child(PLAIN, warm_dir, {"TEG_EAGER_BITCODE": "1"}))
+            warm["numba's refresh first"].append(run_child(REFRESH, warm_dir, {"TEG_EAGER_BITCODE": "1"}))
+            for name, code in floor.items():
+                warm[name].append(run_child(code, warm_dir))
         for name, runs in warm.items():
             walls = sorted(r["wall"] for r in runs)
             cpus = sorted(r["cpu"] for r in runs)

@@ -47,7 +47,65 @@ class _LoadOnlyCache(FunctionCache):
             hashes = True
         if hashes:
             import numba.cpython.hashing  # noqa: F401
-        return self._impl.rebuild(target_context, data)
+        codegen = target_context.codegen()
+        try:
+            libdata, fndesc = data[0], data[1]
+            lazy = libdata[1] == "object"
+        except (IndexError, TypeError):
+            lazy = False
+        if not lazy or os.environ.get("TEG_EAGER_BITCODE"):
+            return self._impl.rebuild(target_context, data)
+        # numba's rebuild with the library made by _CachedLibrary.load (the one call it makes to
+        # ``codegen.unserialize_library``, redirected for this load only)
+        codegen.unserialize_library = lambda state: _CachedLibrary.load(
+            codegen, state, fndesc.llvm_cpython_wrapper_name)
+        try:
+            return self._impl.rebuild(target_context, data)
+        finally:
+            del codegen.unserialize_library
+
+
+class _CachedLibrary(_codegen.JITCodeLibrary):
+    """A code library loaded from numba's cache whose LLVM bitcode is parsed only when something
+    needs it. numba's cache holds a function's machine code and the bitcode of its module (for
+    linking it into a jitted caller); numba parses that bitcode at every load to learn the symbols
+    the library defines, although a function called from Python needs only its wrapper's address
+    from the loaded machine code (``simulate``'s bitcode is 0.67 MB). This library records the
+    wrapper's name as defined and parses the bitcode when a caller links it in or another of its
+    symbols is asked for; the machine code is loaded as numba loads it (the execution engine's
+    object cache hands it over for the library's empty module)."""
+
+    @classmethod
+    def load(cls, codegen, state, wrapper_name):
+        name, kind, (object_code, bitcode) = state
+        lib = codegen.create_library(name)
+        lib.__class__ = cls
+        lib.enable_object_caching()
+        lib._set_compiled_object(object_code)
+        lib._bitcode = bitcode
+        lib._finalize_final_module()
+        if wrapper_name.encode() in object_code:
+            # defined there (its name is in the object's symbol table; nothing else refers to a
+            # wrapper); a function without one (``inner``) is answered from the bitcode, as numba does
+            codegen._engine._defined_symbols.add(wrapper_name)
+        return lib
+
+    def _parse_bitcode(self):
+        if self._bitcode is not None:
+            from llvmlite import binding as ll
+
+            self._shared_module = ll.parse_bitcode(self._bitcode)
+            self._bitcode = None
+            self._codegen._engine._load_defined_symbols(self._shared_module)
+
+    def _get_module_for_linking(self):
+        self._parse_bitcode()
+        return self._shared_module
+
+    def get_pointer_to_function(self, name):
+        if not self._codegen._engine.is_symbol_defined(name):
+            self._parse_bitcode()
+        return super().get_pointer_to_function(name)
 
 
 _HASH_SECRET = b"_numba_hashsecret_"
@@ -74,6 +132,20 @@ class _LinkOnlyLibrary(_codegen.JITCodeLibrary):
     optimizes it again, and a helper called from helpers is optimized once per level of the call
     tree. This library keeps the function-level passes (run when the module is added), and
     finalizing it only links its callees in."""
+
+    def _optimize_functions(self, ll_module):
+        """numba's function passes (at ``NUMBA_OPT``); ``TEG_HELPER_OPT=n`` in the environment runs
+        them at -On instead, for ``benchmarks/cold_compile.py --variant`` (measured 2026-11-29:
+        -O1 saves about 4.5 of the cold start's 35 CPU-s, the engine's entry then executing 4 %
+        more x86 instructions per simulated one; -O0 saves nothing, the module passes taking
+        longer on the raw IR)."""
+        level = os.environ.get("TEG_HELPER_OPT")
+        if level is None:
+            return super()._optimize_functions(ll_module)
+        ll_module.data_layout = self._codegen._data_layout
+        for func in ll_module.functions:
+            fpm, pb = self._codegen._function_pass_manager(opt=int(level))
+            fpm.run(func, pb)
 
     def _optimize_final_module(self):
         """Nothing: the caller's library optimizes this module once it is linked in."""

@@ -1,6 +1,6 @@
 """One line on standard error before teg's numba code compiles, nothing when it does not:
 
-    teg: compiling the timing engine once (about 15 s); later runs load it from numba's cache
+    teg: compiling the timing engine once (about 30 s); later runs load it from numba's cache
 
 Mechanism: numba's event API. A dispatcher fires a ``numba:compile`` event only when it really
 compiles; a signature found in the on-disk cache (``cache=True``) is loaded without one. A
@@ -22,10 +22,10 @@ import sys
 # module prefix → (what compiles, seconds it took cold on the development machine); the first
 # matching prefix names the group, one line per group and process
 GROUPS: tuple[tuple[str, str, int], ...] = (
-    ("teg.engine.", "the timing engine", 15),
-    ("teg.memory.", "the timing engine", 15),
-    ("teg.trace.join", "the timing engine", 15),
-    ("teg.trace.csr", "the timing engine", 15),
+    ("teg.engine.", "the timing engine", 30),
+    ("teg.memory.", "the timing engine", 30),
+    ("teg.trace.join", "the timing engine", 30),
+    ("teg.trace.csr", "the timing engine", 30),
     ("teg.emu.", "the SASS emulator", 60),
     ("teg.trace.", "the trace reader", 10),
     ("teg.", "teg's numba code", 10),

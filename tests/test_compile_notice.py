@@ -27,7 +27,7 @@ def test_one_line_when_compiling_none_when_cached(tmp_path):
     cold = run_script(tmp_path, "1")
     assert cold.returncode == 0, cold.stderr
     assert cold.stdout.split() == ["2.0", "7"]
-    assert cold.stderr.splitlines() == [jitnotice.notice_line("the timing engine", 15)]
+    assert cold.stderr.splitlines() == [jitnotice.notice_line("the timing engine", 30)]
     warm = run_script(tmp_path, "1")                  # same cache folder: loaded, not compiled
     assert warm.returncode == 0 and warm.stdout == cold.stdout
     assert warm.stderr == ""
@@ -56,8 +56,8 @@ def test_terminal_decides_unless_told(monkeypatch):
 
 
 def test_groups():
-    assert jitnotice._group("teg.engine.core") == ("the timing engine", 15)
-    assert jitnotice._group("teg.trace.join") == ("the timing engine", 15)
+    assert jitnotice._group("teg.engine.core") == ("the timing engine", 30)
+    assert jitnotice._group("teg.trace.join") == ("the timing engine", 30)
     assert jitnotice._group("teg.trace.scanner")[0] == "the trace reader"
     assert jitnotice._group("teg.emu.interp")[0] == "the SASS emulator"
     assert jitnotice._group("numpy.linalg") is None

@@ -177,6 +177,51 @@ print(r.tolist(), h, hits, "numba.np.arraymath" in sys.modules, "numba.np.random
     assert run() == "[0.0, 2.5, 5.0, 7.5] True 2 False False"      # warm: both loaded, no registry imported
 
 
+def test_cached_library_parses_its_bitcode_only_when_needed(tmp_path):
+    """A function loaded from the cache (teg.jit._CachedLibrary) runs without its LLVM bitcode
+    parsed; a jitted function compiled afterwards in the same process that calls it, and a cached
+    ``inner`` function (no Python wrapper, loaded while the caller compiles), links them in (the
+    bitcode parsed then) and computes the same as the cold run; and the wrapper's address is
+    the same as numba's eager load gives (TEG_EAGER_BITCODE=1: the numbers and cache hits agree)."""
+    folder = tmp_path / "lazy"
+    folder.mkdir()
+    (folder / "loaded.py").write_text(LOADED + """
+
+from teg.jit import inner
+
+
+@inner()
+def twice(x):                           # cached, no Python wrapper: its symbols come from the bitcode
+    return 2 * x
+""")
+    probe = """
+import numpy as np
+import loaded
+from teg.jit import njit
+r = loaded.scaled(np.arange(4.0), 2.5)
+lib = loaded.scaled.overloads[loaded.scaled.signatures[0]].library
+before = type(lib).__name__, getattr(lib, "_bitcode", None) is not None
+
+@njit
+def caller(a):
+    return loaded.scaled(a, 3.0).sum() + loaded.twice(a[1])
+
+s = caller(np.arange(4.0))
+after = getattr(lib, "_bitcode", None) is not None
+print(r.tolist(), s, sum(loaded.scaled.stats.cache_hits.values()) + sum(loaded.twice.stats.cache_hits.values()),
+      before, after)
+"""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(folder), str(ROOT)]),
+               NUMBA_CACHE_DIR=str(folder / "cache"))
+    env.pop("TEG_EAGER_BITCODE", None)
+    run = lambda **extra: subprocess.run([sys.executable, "-c", probe], env=dict(env, **extra), cwd=folder,
+                                         capture_output=True, text=True, check=True).stdout.strip()
+    assert run() == "[0.0, 2.5, 5.0, 7.5] 20.0 0 ('JITCodeLibrary', False) False"     # cold: compiled
+    # warm: loaded, bitcode kept unparsed until ``caller`` linked ``scaled`` in
+    assert run() == "[0.0, 2.5, 5.0, 7.5] 20.0 2 ('_CachedLibrary', True) False"
+    assert run(TEG_EAGER_BITCODE="1") == "[0.0, 2.5, 5.0, 7.5] 20.0 2 ('JITCodeLibrary', False) False"
+
+
 def test_every_cached_teg_function_loads_with_teg_cache_loader():
     """Every ``cache=True`` jitted function of the package is made by ``teg.jit.njit``: one made by
     numba's own ``njit`` loads through ``target_context.refresh()``, and a warm ``teg estimate``
