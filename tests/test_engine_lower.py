@@ -67,6 +67,24 @@ def test_example_scoreboard_model_and_lrr(example):
         assert sum(r.stalls.values()) == r.cycles > 0
 
 
+def test_policy_defaults_to_the_machine_tables(example):
+    """No policy in the options: the table's ``scheduler_policy`` (sm_90: greedy-then-youngest);
+    a policy named in the options wins; a table without the key schedules greedy-then-oldest."""
+    import dataclasses
+
+    m = example.machine
+    assert m.scheduler_policy == "gty"
+    r = run(lower(example.program, example.kernel_trace, m, Options()))
+    assert r.setup.policy == "gty"
+    r_gty = run(lower(example.program, example.kernel_trace, m, Options(policy="gty")))
+    assert (r.cycles, r.stalls) == (r_gty.cycles, r_gty.stalls)
+    r_gto = run(lower(example.program, example.kernel_trace, m, Options(policy="gto")))
+    assert r_gto.setup.policy == "gto"
+    bare = dataclasses.replace(m, scheduler_policy="gto")
+    r_bare = run(lower(example.program, example.kernel_trace, bare, Options()))
+    assert r_bare.setup.policy == "gto" and (r_bare.cycles, r_bare.stalls) == (r_gto.cycles, r_gto.stalls)
+
+
 def test_trace_alone_uses_trace_registers(example):
     r = estimate(trace=EX_TRACE)
     assert r.setup.dependency_model == "scoreboard"

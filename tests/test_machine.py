@@ -278,6 +278,9 @@ def test_missing_section(tmp_path):
     ('clock_mhz: {value: "fast", source: "x"}', "clock_mhz.value", "wrong type"),
     ('num_sms: {value: 13.5, source: "x"}', "num_sms.value", "integer"),
     ('dependency_model: psychic', "dependency_model", "bad value"),
+    ('scheduler_policy: {value: oldest, source: "x"}', "scheduler_policy.value", "bad value"),
+    ('scheduler_policy: {value: gto}', "scheduler_policy.source", "missing key"),
+    ('scheduler_policy: gto', "scheduler_policy", "wrong type"),
     ('units: {fma: {occupancy: 1, per: everywhere, source: "x"}}', "units.fma.per", "bad value"),
     ('shared: [1, 2]', "shared", "wrong type"),
     ('opcodes: {map: {FFMA: {class: fp32, variable: "yes"}}}', "opcodes.map.FFMA.variable", "wrong type"),
@@ -479,3 +482,24 @@ def test_sm61_issue_rate_does_not_exceed_dispatch():
         copies = unit.count * (p.schedulers if unit.per == "scheduler" else 1)
         assert copies / unit.occupancy <= p.schedulers, name
     assert per_sm_rate(p, "FFMA") == p.schedulers == 4
+
+
+def test_scheduler_policy_per_table():
+    """Greedy-then-youngest where it was measured (Turing, Ampere, Blackwell: Huerta et al., MICRO
+    2025) and on the tables issuing under the same control codes (Volta, Hopper); tables that say
+    nothing keep greedy-then-oldest. Each table that sets it names its source."""
+    for name in ("sm_70", "sm_75", "quadro_gv100", "sm_80", "a100_80", "sm_86", "sm_89", "sm_90", "h200",
+                 "sm_100", "sm_120"):
+        assert tm.load(name).scheduler_policy == "gty", name
+    for name in ("gt200", "sm_61"):
+        assert tm.load(name).scheduler_policy == "gto", name
+    assert "Greedy Then Youngest" in tm.load("sm_80").raw["scheduler_policy"]["source"]
+
+
+def test_user_table_sets_its_scheduler_policy(tmp_path):
+    p = write(tmp_path, "p.yaml", '''\
+        extends: sm_90
+        description: "x"
+        scheduler_policy: {value: lrr, source: "a what-if"}
+        ''')
+    assert tm.load(str(p)).scheduler_policy == "lrr"
