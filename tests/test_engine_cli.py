@@ -56,7 +56,9 @@ def test_text_views_state_the_simulated_setup():
     one = invoke("estimate", "--sms", "1").output
     assert "simulated   1 SM, 8 warps in 1 block, with 1/4 of the DRAM bandwidth and L2 (4 SMs busy)" in one
     wi = invoke("whatif", "--sms", "1").output
+    # the sm_90 table's scheduler_policy (greedy-then-oldest) when --policy names none
     assert wi.startswith("kernel      matmul_abt\nmachine     sm_90  (controlcodes dependencies, gto scheduling)")
+    assert "(controlcodes dependencies, gty scheduling)" in invoke("whatif", "--sms", "1", "--policy", "gty").output
     assert "1/4 of the DRAM bandwidth" in wi and "mechanism" in wi
     sw = invoke("sweep", "--warps", "1,2").output
     assert "simulated   1 SM, with 1/114 of the DRAM bandwidth and L2 (114 SMs busy)" in sw

@@ -67,6 +67,27 @@ def test_example_scoreboard_model_and_lrr(example):
         assert sum(r.stalls.values()) == r.cycles > 0
 
 
+def test_policy_defaults_to_the_machine_tables(example):
+    """No policy in the options: the table's ``scheduler_policy`` (sm_90: greedy-then-oldest);
+    a policy named in the options wins; a table naming another policy schedules with it."""
+    import dataclasses
+
+    m = example.machine
+    assert m.scheduler_policy == "gto"
+    r = run(lower(example.program, example.kernel_trace, m, Options()))
+    assert r.setup.policy == "gto"
+    r_gto = run(lower(example.program, example.kernel_trace, m, Options(policy="gto")))
+    assert (r.cycles, r.stalls) == (r_gto.cycles, r_gto.stalls)
+    r_gty = run(lower(example.program, example.kernel_trace, m, Options(policy="gty")))
+    assert r_gty.setup.policy == "gty"
+    other = dataclasses.replace(m, scheduler_policy="gty")
+    r_other = run(lower(example.program, example.kernel_trace, other, Options()))
+    assert r_other.setup.policy == "gty" and (r_other.cycles, r_other.stalls) == (r_gty.cycles, r_gty.stalls)
+    # the example's 32 warps reach their loads in another order: the two orders must differ here,
+    # or this test would not show which one ran
+    assert (r_gty.cycles, r_gty.stalls) != (r_gto.cycles, r_gto.stalls)
+
+
 def test_trace_alone_uses_trace_registers(example):
     r = estimate(trace=EX_TRACE)
     assert r.setup.dependency_model == "scoreboard"

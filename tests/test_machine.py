@@ -278,6 +278,9 @@ def test_missing_section(tmp_path):
     ('clock_mhz: {value: "fast", source: "x"}', "clock_mhz.value", "wrong type"),
     ('num_sms: {value: 13.5, source: "x"}', "num_sms.value", "integer"),
     ('dependency_model: psychic', "dependency_model", "bad value"),
+    ('scheduler_policy: {value: oldest, source: "x"}', "scheduler_policy.value", "bad value"),
+    ('scheduler_policy: {value: gto}', "scheduler_policy.source", "missing key"),
+    ('scheduler_policy: gto', "scheduler_policy", "wrong type"),
     ('units: {fma: {occupancy: 1, per: everywhere, source: "x"}}', "units.fma.per", "bad value"),
     ('shared: [1, 2]', "shared", "wrong type"),
     ('opcodes: {map: {FFMA: {class: fp32, variable: "yes"}}}', "opcodes.map.FFMA.variable", "wrong type"),
@@ -479,3 +482,23 @@ def test_sm61_issue_rate_does_not_exceed_dispatch():
         copies = unit.count * (p.schedulers if unit.per == "scheduler" else 1)
         assert copies / unit.occupancy <= p.schedulers, name
     assert per_sm_rate(p, "FFMA") == p.schedulers == 4
+
+
+def test_scheduler_policy_per_table():
+    """Every table schedules greedy-then-oldest: the sm_70+ tables say so with their source (Huerta
+    et al., MICRO 2025, measured greedy-then-youngest among co-launched warps; the cross-block order
+    is unmeasured and the measured families did not support it); tables that say nothing default to it."""
+    for name in ("sm_70", "sm_80", "sm_86", "sm_90"):
+        raw = tm.load(name).raw["scheduler_policy"]
+        assert raw["value"] == "gto" and "HUERTA25" in raw["source"], name
+    for name in ("sm_75", "quadro_gv100", "a100_80", "sm_89", "h200", "sm_100", "sm_120", "gt200", "sm_61"):
+        assert tm.load(name).scheduler_policy == "gto", name
+
+
+def test_user_table_sets_its_scheduler_policy(tmp_path):
+    p = write(tmp_path, "p.yaml", '''\
+        extends: sm_90
+        description: "x"
+        scheduler_policy: {value: lrr, source: "a what-if"}
+        ''')
+    assert tm.load(str(p)).scheduler_policy == "lrr"

@@ -160,7 +160,8 @@ def test_cli_timeline_of_the_bundled_example(tmp_path):
     summary = json.loads(res.stdout)
     doc = json.loads(out.read_text())
     assert doc["otherData"]["kernel"] == "matmul_abt" and doc["otherData"]["machine"] == "sm_90"
-    assert doc["otherData"]["options"]["policy"] == "gto"
+    # the options as asked (no --policy: the table's), the policy the run used (sm_90: gto)
+    assert doc["otherData"]["options"]["policy"] is None and doc["otherData"]["policy"] == "gto"
     ev = doc["traceEvents"]
     assert all({"ph", "pid", "name"} <= set(e) for e in ev)
     assert all(e["dur"] > 0 for e in ev if e["ph"] == "X")

@@ -60,10 +60,11 @@ def row_budget() -> int:
     return int(os.environ.get("TEG_ACCURACY_APPS_ROWS", 12_000_000))
 
 
-def launch_policy() -> str:
-    """The warp scheduling policy every launch is estimated with: teg's default ``gto``, or
-    ``TEG_ACCURACY_POLICY`` (``lrr``) for a what-if run (part of the cache key)."""
-    return os.environ.get("TEG_ACCURACY_POLICY", "gto")
+def launch_policy() -> str | None:
+    """The warp scheduling policy every launch is estimated with: ``None``, teg's default (the
+    machine table's ``scheduler_policy``), or ``TEG_ACCURACY_POLICY`` (``gto``, ``gty``, ``lrr``)
+    for a what-if run (part of the cache key)."""
+    return os.environ.get("TEG_ACCURACY_POLICY") or None
 
 
 @dataclass(frozen=True)
@@ -500,7 +501,7 @@ def result_key(binary: Path, m: Manifest, s: AppSet) -> str:
     h = hashlib.sha1()
     h.update(binary.read_bytes())
     h.update(json.dumps([m.args, s.machine, s.device, row_budget(), RESULT_VERSION]).encode())
-    if launch_policy() != "gto":
+    if launch_policy() is not None:
         h.update(launch_policy().encode())
     h.update(teg_sources_hash().encode())
     return h.hexdigest()[:16]

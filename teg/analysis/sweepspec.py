@@ -11,7 +11,7 @@ The file (paths relative to its folder)::
     machines: [sm_70, sm_80]   # optional; "auto" (the default) is the table the binary version suggests
     warps: [auto, 8, 32]    # optional; auto = the whole launch on every SM, N = N warps on one SM (TEG §5.1)
     whatif: [none, bank_conflicts, all, coalescing+bandwidth]   # optional; mechanisms removed
-    options: {policy: gto, dependency_model: auto, sms: null, unknown: error, blocks_per_sm: null}
+    options: {policy: null, dependency_model: auto, sms: null, unknown: error, blocks_per_sm: null}
 
 A what-if point removes its mechanisms and reports the better of a free re-simulation and a replay
 of the baseline's issue order, as ``teg whatif`` does (``schedule`` says which). A point that fails

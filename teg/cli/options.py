@@ -45,8 +45,9 @@ def _input_options() -> list:
                      "application's kernels also ids 1,4-9 or re:PATTERN (several: the application report)"),
         click.option("--machine", default=None, help="machine table name or YAML file (default: suggested by "
                      "the trace's binary version or the SASS target)"),
-        click.option("--policy", type=click.Choice(["gto", "lrr"]), default="gto", show_default=True,
-                     help="warp scheduling: greedy-then-oldest or loose round-robin"),
+        click.option("--policy", type=click.Choice(["gto", "gty", "lrr"]), default=None,
+                     help="warp scheduling: greedy-then-oldest, greedy-then-youngest or loose round-robin "
+                          "[default: the machine table's scheduler_policy, else gto]"),
         click.option("--deps", "dependency_model", type=click.Choice(["auto", "scoreboard", "controlcodes"]),
                      default="auto", show_default=True, help="dependency model"),
         click.option("--sms", type=int, default=None,

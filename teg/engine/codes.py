@@ -9,9 +9,10 @@ from teg.machine.schema import UNIT_CLASSES  # noqa: F401  (re-exported: OpInfo.
 # memory path of a static instruction
 MEM_NONE, MEM_SHARED, MEM_GLOBAL = 0, 1, 2
 
-# warp scheduling policy (teg.engine.Options.policy): loose round-robin, greedy-then-oldest
-POLICY_LRR, POLICY_GTO = 0, 1
-POLICY_CODES = {"lrr": POLICY_LRR, "gto": POLICY_GTO}
+# warp scheduling policy (teg.engine.Options.policy): loose round-robin, greedy-then-oldest,
+# greedy-then-youngest
+POLICY_LRR, POLICY_GTO, POLICY_GTY = 0, 1, 2
+POLICY_CODES = {"lrr": POLICY_LRR, "gto": POLICY_GTO, "gty": POLICY_GTY}
 # dependency model: register scoreboard, or the SASS control codes (stall counts, dependency barriers)
 DEPMODEL_SCOREBOARD, DEPMODEL_CONTROLCODES = 0, 1
 DEPMODEL_CODES = {"scoreboard": DEPMODEL_SCOREBOARD, "controlcodes": DEPMODEL_CONTROLCODES}

@@ -8,7 +8,8 @@ warps. A warp's next instruction is *eligible* at
 
 where ``t_dep`` is fixed when the instruction becomes current (same-warp issue latency or stall
 count, barrier release, register scoreboard or dependency barriers), the other terms are shared
-resources. The policy picks one eligible warp (loose round-robin or greedy-then-oldest); issuing
+resources. The policy picks one eligible warp (loose round-robin, greedy-then-oldest or
+greedy-then-youngest); issuing
 sets the scheduler busy for ``max(issue_interval, issue_multi)``, occupies the unit, computes the
 result time (execution latency, shared wavefronts, or the global path through L1 → memory pipeline
 slot → L2 → DRAM channel queue) and writes it to the destination registers / dependency barrier.
@@ -57,7 +58,7 @@ import numpy as np
 
 from teg.engine import fetch, jitlib, memsys, records, schedulers, scoreboard, state, static as static_tables
 from teg.engine.codes import (BANK_CONFLICT, C_EVALS, C_INSTR, C_SH_ACC, C_SH_WAVE, C_SH_WMIN, C_STEPS, ISSUE,
-                              MEM_GLOBAL, MEM_SHARED, NO_WARP, NUM_CAUSES, POLICY_GTO, POLICY_LRR, RUN_BLOCK_TOO_BIG,
+                              MEM_GLOBAL, MEM_SHARED, NO_WARP, NUM_CAUSES, POLICY_GTY, POLICY_LRR, RUN_BLOCK_TOO_BIG,
                               RUN_DEADLOCK, RUN_DONE, RUN_PAUSED, RUN_REPLAY_NOT_RESIDENT, SAME_WARP, SCHEDULER)
 from teg.engine.fetch import fetch_checks, new_fetch
 from teg.engine.jitlib import (INF, cold, fixed_dim, helper, hot, max2, min2, nonneg, pow2_at_least, prefetch,
@@ -353,7 +354,8 @@ def _pick_warp(out, sim, cf, t, g):
     """The warp scheduler ``g`` issues at ``t`` (-1: none eligible), with the earliest ready time
     among the others and its causes (the scheduler's next wake-up when it issues nothing).
 
-    GTO: the greedy warp first; else the oldest eligible warp (scan in age order). LRR: the scan
+    GTO: the greedy warp first; else the oldest eligible warp (scan in age order). GTY: the greedy
+    warp first; else the youngest eligible warp (scan in reverse age order). LRR: the scan
     starts after the last warp issued. When the scheduler is free again next cycle, the scan stops
     at the chosen warp (no cycle is skipped before the next scan, so nothing else needs
     evaluating). A greedy warp not yet ready whose ready time lies below the others' lower bound
@@ -382,7 +384,7 @@ def _pick_warp(out, sim, cf, t, g):
     gdone = False       # the greedy warp was evaluated here; the scan leaves it out
     rg = INF
     gbind = 0
-    if policy == POLICY_GTO and gs >= 0 and sli[gs, SLI_CTX] >= 0:
+    if policy != POLICY_LRR and gs >= 0 and sli[gs, SLI_CTX] >= 0:
         gs = nonneg(gs)
         rg, gbind = ready_of(sli, tdep, uf, heap, wport, pp, sw_units, gs)
         if rg > t:
@@ -404,6 +406,7 @@ def _pick_warp(out, sim, cf, t, g):
     spsm = cf.spsm
     sch = sim.maps.g_sch[g]
     nscan = 0 if fast else (L if policy == POLICY_LRR else sch_n[g])
+    last = sch_n[g] - 1     # GTY scans the age-ordered list from its end (the youngest warp)
     hmin = heap[pp, 0]
     k = sci[g, SCI_RR]
     nev = 0
@@ -419,7 +422,7 @@ def _pick_warp(out, sim, cf, t, g):
             if sli[slot, SLI_CTX] < 0:
                 continue
         else:
-            slot = nonneg(sch_list[g, kk])
+            slot = nonneg(sch_list[g, last - kk if policy == POLICY_GTY else kk])
             if slot == gskip:
                 continue
         nev += 1
@@ -453,10 +456,16 @@ def _pick_warp(out, sim, cf, t, g):
     out.counters[C_EVALS] += nev
     if gdone:
         if best != gs:
-            # the greedy warp is not eligible: it takes its place in the minimum (first in age
-            # order on ties, as in the scan); the others' minimum bounds their wait
+            # the greedy warp is not eligible: it takes its place in the minimum (first in the
+            # scan's age order on ties: the older for GTO, the younger for GTY); the others'
+            # minimum bounds their wait
             lbo[g] = minr if best < 0 else -INF
-            if rg < minr or (rg == minr and mslot >= 0 and sli[gs, SLI_AGE] < sli[nonneg(mslot), SLI_AGE]):
+            tie = False
+            if rg == minr and mslot >= 0:
+                ga = sli[gs, SLI_AGE]
+                ma = sli[nonneg(mslot), SLI_AGE]
+                tie = ga > ma if policy == POLICY_GTY else ga < ma
+            if rg < minr or tie:
                 minr = rg
                 mc1 = sli[gs, SLI_C1] if gbind == 0 else gbind
                 mc2 = sli[gs, SLI_C2] if gbind == 0 else gbind

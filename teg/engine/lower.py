@@ -440,6 +440,7 @@ def lower(program, kernel_trace, machine: Machine, options: Options | None = Non
     infos = classify_all(st["opcodes"], machine, options.unknown, where=name)
     has_ctrl = program is not None and bool(np.any(st["ctrl"][_used(sidx_trace, S) if kt is not None else path]))
     depmodel, note = resolve_dependency_model(options, machine, has_ctrl)
+    policy = options.policy or machine.scheduler_policy     # the options' order, else the table's
     if note:
         notes.append(note)
 
@@ -608,7 +609,7 @@ def lower(program, kernel_trace, machine: Machine, options: Options | None = Non
 
     # 6. scalars (share: the simulated SMs' part of DRAM bandwidth and L2, from _select)
     sc = dict(sms=n_sms, schedulers=machine.schedulers, slots=slots, resident=resident, warp_size=machine.warp_size,
-              policy=POLICY_CODES[options.policy], depmodel=DEPMODEL_CODES[depmodel], deal=whole_gpu,
+              policy=POLICY_CODES[policy], depmodel=DEPMODEL_CODES[depmodel], deal=whole_gpu,
               issue_interval=machine.issue_interval,
               rbar_latency=machine.latencies["store"].execution if "store" in machine.latencies else 1.0,
               block_launch_latency=max(1.0, machine.block_launch_cycles),
@@ -669,7 +670,7 @@ def lower(program, kernel_trace, machine: Machine, options: Options | None = Non
         residency = replace(residency, blocks_per_sm=resident, limiter="--blocks-per-sm")
     setup = RunSetup(
         kernel=name, machine=machine.name, clock_mhz=machine.clock_mhz, opcodes=st["opcodes"], pcs=st["pcs"],
-        dependency_model=depmodel, policy=options.policy, sms=n_sms, warps=int(ctx_lens.shape[0]), blocks=B,
+        dependency_model=depmodel, policy=policy, sms=n_sms, warps=int(ctx_lens.shape[0]), blocks=B,
         notes=notes, occupancy=residency, units=unit_names, threads_per_block=threads, warps_per_block=wpb_real,
         busy_sms=int(max(busy, n_sms)),
         dealing="dynamic" if whole_gpu else ("sweep" if sweep_mode else options.sampling), share=share,

@@ -14,7 +14,7 @@ from teg import TegError
 
 from teg.engine.dealing import SAMPLINGS
 
-POLICIES = ("lrr", "gto")
+POLICIES = ("lrr", "gto", "gty")
 DEPENDENCY_MODELS = ("auto", "scoreboard", "controlcodes")
 UNKNOWN_OPCODES = ("error", "alu")
 
@@ -100,7 +100,9 @@ class Options:
       row hit's latency, which is ``dram_latency`` less that (off: every DRAM access is a row hit;
       no effect on machine tables without it).
 
-    Configuration: ``policy`` (``lrr`` loose round-robin, ``gto`` greedy-then-oldest),
+    Configuration: ``policy`` (``lrr`` loose round-robin, ``gto`` greedy-then-oldest, ``gty``
+    greedy-then-youngest; ``None``, the default: the machine table's ``scheduler_policy``, else
+    ``gto``),
     ``dependency_model`` (``auto`` = the machine table's default when the SASS carries control
     codes, else ``scoreboard``), ``sms`` simulated SMs (``None``, the default: every SM of the
     GPU, blocks dealt dynamically, one memory system; a number N samples SMs 0…N−1, which get the
@@ -143,7 +145,7 @@ class Options:
     store_path: bool = True
     dram_turnaround: bool = True
     dram_row_misses: bool = True
-    policy: str = "gto"
+    policy: str | None = None
     dependency_model: str = "auto"
     sms: int | None = None
     sampling: str = "waves"
@@ -157,7 +159,7 @@ class Options:
     record_order: bool = False
 
     def __post_init__(self) -> None:
-        if self.policy not in POLICIES:
+        if self.policy is not None and self.policy not in POLICIES:
             raise OptionsError(f"policy {self.policy!r}: expected one of {', '.join(POLICIES)}")
         if self.dependency_model not in DEPENDENCY_MODELS:
             raise OptionsError(f"dependency model {self.dependency_model!r}: expected one of "

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from teg.engine.codes import C_BARS, C_BLOCKS, MEM_PIPE, NO_WARP, POLICY_GTO, RUN_BLOCK_TOO_BIG, RUN_DONE, UNIT_BUSY
+from teg.engine.codes import C_BARS, C_BLOCKS, MEM_PIPE, NO_WARP, POLICY_GTY, POLICY_LRR, RUN_BLOCK_TOO_BIG, RUN_DONE, UNIT_BUSY
 from teg.engine.jitlib import INF, cold, helper, hot, max2, min2, nonneg, tree_set
 from teg.engine.scoreboard import compute_tdep
 from teg.engine.state import (NSB, RS_T, SCF_NEXT, SCF_SPLIT, SCI_C1, SCI_C2, SLF_BAR, SLF_SAME, SLF_SINCE, SLF_SPLIT,
@@ -99,15 +99,15 @@ def waited_on(sli, tdep, uf, heap, wport, sch_list, sch_n, g, nxt, policy, S, sp
     """The static instruction that scheduler ``g`` waits on until ``nxt`` (its binding wait), for the
     instruction view, which charges the SM's stall cycles to it (``REC_PCS``; looked up only then,
     so that the loop keeps no state for it): the current instruction of the scheduler's first warp,
-    in age order (GTO) or slot order (LRR), whose ready time (t_dep, its unit copy, its
+    in age order (GTO), reverse age order (GTY) or slot order (LRR), whose ready time (t_dep, its unit copy, its
     memory-pipeline slot, a write's store path, as the scan evaluates a warp) is ``nxt``; else of its warp ready first
     (a wait for the scheduler itself); -1 when it has no warp."""
     best = -1
     bt = INF
-    n = sch_n[g] if policy == POLICY_GTO else L
+    n = L if policy == POLICY_LRR else sch_n[g]
     for k in range(n):
-        if policy == POLICY_GTO:
-            slot = sch_list[g, k]
+        if policy != POLICY_LRR:
+            slot = sch_list[g, n - 1 - k if policy == POLICY_GTY else k]
         else:
             loc = (g % S) + k * S
             if loc >= spsm:

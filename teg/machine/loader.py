@@ -356,7 +356,8 @@ def _build(doc: dict[str, Any], path: Path) -> Machine:
         extras={k: _v(v) for k, v in (doc.get("analytical") or {}).items()},
         source_path=str(path), raw=doc,
         block_launch_cycles=float(_v(doc["block_launch_cycles"])) if "block_launch_cycles" in doc else 0.0,
-        kernel_launch_cycles=float(_v(doc["kernel_launch_cycles"])) if "kernel_launch_cycles" in doc else 0.0)
+        kernel_launch_cycles=float(_v(doc["kernel_launch_cycles"])) if "kernel_launch_cycles" in doc else 0.0,
+        scheduler_policy=str(_v(doc["scheduler_policy"])) if "scheduler_policy" in doc else "gto")
 
 
 def _build_cache(c: dict | None, name: str) -> Cache | None:

@@ -221,6 +221,9 @@ class Machine:
     # cycles from a block slot freeing on an SM to the first issue of the next block dealt there
     # (the CWD's completion tracking and dispatch); 0 where no measurement exists
     block_launch_cycles: float = 0.0
+    # the warp schedulers' issue order when the options name none (teg.engine.Options.policy):
+    # "gto" greedy-then-oldest, "gty" greedy-then-youngest, "lrr" loose round-robin
+    scheduler_policy: str = "gto"
     # cycles a kernel takes beyond its SMs' work: launch (the front end reading the launch and
     # dealing the first blocks) and drain (completion after the last block); 0 where unmeasured
     kernel_launch_cycles: float = 0.0

@@ -138,6 +138,23 @@ class Flag:
 
 
 @dataclass(frozen=True)
+class SourcedChoice:
+    """A sourced fact that is one of ``choices`` (a behaviour, not a number), always as a value
+    leaf ``{value: choice, source: "..."}`` with its source beside it."""
+
+    choices: tuple[str, ...]
+    required: bool = True
+
+    def check(self, node: Any, path: tuple[str, ...], partial: bool) -> None:
+        if not isinstance(node, dict):
+            raise SchemaViolation(path, "wrong type: expected {value: ..., source: \"...\"}")
+        value, vpath = unwrap_leaf(node, path)
+        if "source" not in node:
+            raise SchemaViolation(path + ("source",), "missing key")
+        Str(self.choices).check(value, vpath, partial)
+
+
+@dataclass(frozen=True)
 class NumList:
     """A non-empty list of numbers (e.g. coalescing segment sizes; ``positive=False`` admits 0)."""
 
@@ -348,6 +365,8 @@ TABLE = Section({
     "block_launch_cycles": Num(required=False),
     "kernel_launch_cycles": Num(required=False),
     "dependency_model": Str(("scoreboard", "controlcodes")),
+    # the warp scheduler's issue order (teg.engine.Options.policy); absent: greedy-then-oldest
+    "scheduler_policy": SourcedChoice(("gto", "gty", "lrr"), required=False),
     "limits": Section({
         "max_warps": Num(integer=True, positive=True, maximum=128),
         "max_blocks": Num(integer=True, positive=True, maximum=128),
