@@ -15,7 +15,16 @@
 // value (|w| <= 0.05, from a fixed-seed LCG), so every gate input stays inside hard_sigmoid's
 // linear segment and tanh's small-argument path, the path zero weights would take. The state
 // buffer, never initialised in the published host, starts at zero. `--check` compares both steps
-// with a CPU reference (relative 1e-5).
+// with a CPU reference (relative 1e-5) that reads only the old state.
+// A data race kept from the kernel as read: no barrier separates the candidate loop, which reads
+// every unit's h[i], from each thread's store of its own h[u], so a warp that finishes early
+// overwrites states a slower warp of the block has yet to read. On the GPU the block's four warps
+// run interleaved and read the old states (the native H200 run prints checksum 1.663394e-02, as
+// the reference); teg's emulator runs a block's warps one after the other between barriers, so
+// warps 1-3 read the states warp 0 already wrote: checksum 8.383683e-03 and `--check` fails (160 of
+// 200 values). The instructions and memory requests do not depend on it (every gate input stays in
+// hard_sigmoid's linear segment either way); a __syncthreads() before the store gives 1.663395e-02
+// under the emulator, but adds a barrier the measured kernel does not have.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -63,7 +72,8 @@ __global__ void GPU_forward_pass_gru(float *x, float *h, float *wh, float *wr, f
 }
 
 // The same step on the CPU, computed for all units from the old state before any is replaced
-// (on the GPU, too, each thread writes only its own unit after every thread read the old state).
+// (what the GPU's interleaved warps read in practice; the kernel itself does not guarantee it: the
+// race above).
 static void reference_step(float xv, float *h, const float *wh, const float *wr, const float *wz, const float *bh,
                            const float *br, const float *bz, const float *uh, const float *ur, const float *uz)
 {
