@@ -283,9 +283,25 @@ def _local(fn, items: list, jobs: int, head_s: float) -> Iterator[tuple[int, Any
         raise ExecutorError("a worker process died (killed, or out of memory?); the results so far were kept "
                             "only where they were written (sweep -o)") from None
     finally:
+        manager = getattr(pool, "_executor_manager_thread", None)     # shutdown() forgets it
         if not finished:                               # interrupted (Ctrl-C, an error, a closed generator)
             stop_workers(pool)
         pool.shutdown(wait=finished, cancel_futures=True)
+        if not finished and manager is not None:
+            settle_manager(manager)
+
+
+def settle_manager(thread, timeout: float = 5.0) -> None:
+    """Wait (at most ``timeout`` s) for a pool's manager thread to finish after its workers were
+    killed. At the interpreter's exit ``concurrent.futures`` wakes every manager thread still
+    registered by writing to its wake-up pipe, unguarded against the thread closing that pipe at
+    the same moment (Python 3.11): a Ctrl-C could then end with "Exception ignored ... OSError:
+    [Errno 9] Bad file descriptor" after ``teg: interrupted``. Once the thread has finished, the
+    pipe is marked closed and the exit's wake-up does nothing."""
+    try:
+        thread.join(timeout)
+    except RuntimeError:                               # never started
+        pass
 
 
 def _dask(fn, items: list, jobs: int, scheduler: str | None, processes: bool,
