@@ -335,6 +335,16 @@ def _count_dtype(m: int):
     return np.uint64
 
 
+@njit(cache=True, inline="always")
+def _same_deltas(store, at, d, n):
+    """Whether the stored pattern at ``store[at:at + n - 1]`` equals the row's deltas ``d[:n - 1]``:
+    a reduction without an early exit over unsigned indexes, which LLVM vectorises."""
+    x = 0
+    for q in range(n - 1):
+        x |= np.int64(store[np.uint64(at + q)]) ^ d[np.uint64(q)]
+    return x == 0
+
+
 @njit(cache=True)
 def _encode_addresses(na, start, a):
     """Kinds, bases, strides, pattern ids, pattern starts, deltas and lanes of the rows (``na``
@@ -404,21 +414,11 @@ def _encode_addresses(na, start, a):
         elif lo >= -2147483648 and hi <= 2147483647:
             kind[j] = 1
             p = -1
-            if last0 >= 0 and plen[last0] == n:
-                at = pstart[last0]
-                x = 0
-                for q in range(n - 1):
-                    x |= np.int64(store[np.uint64(at + q)]) ^ d[np.uint64(q)]
-                if x == 0:
-                    p = last0
-            if p < 0 and last1 >= 0 and plen[last1] == n:
-                at = pstart[last1]
-                x = 0
-                for q in range(n - 1):
-                    x |= np.int64(store[np.uint64(at + q)]) ^ d[np.uint64(q)]
-                if x == 0:
-                    p = last1
-                    last0, last1 = last1, last0
+            if last0 >= 0 and plen[last0] == n and _same_deltas(store, pstart[last0], d, n):
+                p = last0
+            if p < 0 and last1 >= 0 and plen[last1] == n and _same_deltas(store, pstart[last1], d, n):
+                p = last1
+                last0, last1 = last1, last0
             if p < 0:
                 h = np.uint64(14695981039346656037) ^ np.uint64(n)
                 for q in range(n - 1):
@@ -436,13 +436,8 @@ def _encode_addresses(na, start, a):
                         p = npat
                         npat += 1
                         break
-                    if plen[p] == n:
-                        at = pstart[p]
-                        x = 0
-                        for q in range(n - 1):
-                            x |= np.int64(store[at + q]) ^ d[q]
-                        if x == 0:
-                            break
+                    if plen[p] == n and _same_deltas(store, pstart[p], d, n):
+                        break
                     slot = (slot + 1) & (slots - 1)
                 last1 = last0
                 last0 = p
