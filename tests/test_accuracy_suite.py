@@ -568,3 +568,35 @@ def test_launch_drain_prints_every_measured_launch_class(capsys):
     assert one_sm.split()[2] == "38"
     diag = next(line for line in out.splitlines() if line.startswith("lud lud_diagonal"))
     assert diag.split()[2:4] == ["34", "1"] and diag.split()[7] == "1539"
+
+
+def _stream_lifetime():
+    spec = importlib.util.spec_from_file_location("teg_accuracy_stream_lifetime", SUITE / "stream_lifetime.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_stream_lifetime_is_the_slot_period_of_two_blocks_per_sm():
+    """A100 40 GB `read` at 32 threads, 81 GB/s measured: 108 SMs each retire 2 blocks of
+    32 x 8 B = 256 B per lifetime, 55,296 B over the GPU, i.e. 55,296 / 81e9 s = 682.7 ns =
+    962.6 cycles at 1410 MHz; `triad` moves 3 streams, so the same rate means 3x the lifetime."""
+    sl = _stream_lifetime()
+    assert sl.lifetime(81.0, 32, 1, 108, 1410.0) == pytest.approx(962.56, abs=0.01)
+    assert sl.lifetime(81.0, 32, 3, 108, 1410.0) == pytest.approx(3 * 962.56, abs=0.03)
+
+
+def test_stream_lifetime_table_from_a_family_csv(tmp_path, capsys):
+    """From a family CSV whose teg bandwidth equals the measured one, every cell reads L / L and
+    the extra over `read` is the same on both sides: scale at 32 threads 1033 / 1033 (+70 / +70)
+    on the A100 40 GB (measured 81 and 151 GB/s: 962.6 and 1033.0 cycles)."""
+    sl = _stream_lifetime()
+    rows = [r for r in sl.run._read("stream_bandwidth.csv") if r["gpu"] == "a100_40"]
+    path = tmp_path / "micro.csv"
+    with open(path, "w") as f:
+        f.write("family,gpu,point,predicted\n")
+        for r in rows:
+            f.write(f"stream,a100_40,{r['kernel']} bs={r['block_size']},{r['GBps']}\n")
+    assert sl.main(["--gpu", "a100_40", "--csv", str(path)]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.split()[:1] == ["32"])
+    assert line.split()[1] == "963/" and "1033/ 1033" in line and "( +70/ +70)" in line
