@@ -1822,7 +1822,7 @@ def _f_mem(regs, w, fx, pc, m, g8, g32, alo, ahi, s8, s32_, l8, l32, local_size,
             addr += u
             if space != O.SP_GLOBAL:
                 addr &= M32
-            addrs[nadr + n] = np.uint64(addr)
+            addrs[np.uint64(nadr + n)] = np.uint64(addr)
             if n == 0:
                 lo_a = addr
                 hi_a = addr
@@ -1856,20 +1856,20 @@ def _f_mem(regs, w, fx, pc, m, g8, g32, alo, ahi, s8, s32_, l8, l32, local_size,
     k = 0
     for l in range(32):
         if (m >> l) & 1:
-            off = np.int64(addrs[nadr + k]) - base
+            off = np.int64(addrs[np.uint64(nadr + k)]) - base
             k += 1
             if space == O.SP_LOCAL:
                 off += (w * 32 + l) * local_size
-            q = off >> 2
+            q = np.uint64(off >> 2)     # unsigned: no wrap-around (in range after the checks)
             if store:
                 if width == 4:
                     mem32[q] = np.uint32((np.int64(regs[w, rc, l]) | ic) & M32)
                 elif width == 8:
                     mem32[q] = np.uint32((np.int64(regs[w, rc, l]) | ic) & M32)
-                    mem32[q + 1] = np.uint32((np.int64(regs[w, rc + 1, l]) | (ic >> 32)) & M32)
+                    mem32[q + np.uint64(1)] = np.uint32((np.int64(regs[w, rc + 1, l]) | (ic >> 32)) & M32)
                 elif width == 16:
                     for j in range(4):
-                        mem32[q + j] = regs[w, rc + j, l]
+                        mem32[q + np.uint64(j)] = regs[w, rc + j, l]
                 else:
                     _store(mem8, mem32, off, width, np.int64(regs[w, rc, l]) | ic)
             else:
@@ -1877,10 +1877,10 @@ def _f_mem(regs, w, fx, pc, m, g8, g32, alo, ahi, s8, s32_, l8, l32, local_size,
                     regs[w, d, l] = mem32[q]
                 elif width == 8:
                     regs[w, d, l] = mem32[q]
-                    regs[w, d + 1, l] = mem32[q + 1]
+                    regs[w, d + 1, l] = mem32[q + np.uint64(1)]
                 elif width == 16:
                     for j in range(4):
-                        regs[w, d + j, l] = mem32[q + j]
+                        regs[w, d + j, l] = mem32[q + np.uint64(j)]
                 else:
                     regs[w, d, l] = np.uint32(_load(mem8, mem32, off, width, typ) & M32)
     return n
@@ -1900,15 +1900,18 @@ def _f_mem_full(regs, w, fx, pc, g8, g32, alo, ahi, s8, s32_, l8, l32, local_siz
     keep = np.int64(-1) if space == O.SP_GLOBAL else np.int64(M32)
     ra2 = ra + wide                       # ra itself when not a pair (its high word then masked off)
     ru2 = ru + upair
+    # indexes into addrs and memory are unsigned (np.uint64): numba then skips the negative-index
+    # wrap-around, which per lane turned the contiguous stores into scatters (they are in range:
+    # nadr is a count, and a memory index is used only after the window checks below)
+    at = np.uint64(nadr)
+    lo_a = np.int64(0x7FFFFFFFFFFFFFFF)
+    hi_a = np.int64(-0x8000000000000000)
+    bad = np.int64(0)
     for l in range(32):
         addr = np.int64(regs[w, ra, l]) | ((np.int64(regs[w, ra2, l]) << 32) & hia)
         u = np.int64(regs[w, ru, l]) | ((np.int64(regs[w, ru2, l]) << 32) & hiu)
-        addrs[nadr + l] = np.uint64((((addr << sc) + off0) + u) & keep)
-    lo_a = np.int64(addrs[nadr])
-    hi_a = lo_a
-    bad = np.int64(0)
-    for l in range(32):
-        a = np.int64(addrs[nadr + l])
+        a = (((addr << sc) + off0) + u) & keep
+        addrs[at + np.uint64(l)] = np.uint64(a)
         lo_a = min(lo_a, a)
         hi_a = max(hi_a, a)
         bad |= a & amask
@@ -1938,33 +1941,34 @@ def _f_mem_full(regs, w, fx, pc, g8, g32, alo, ahi, s8, s32_, l8, l32, local_siz
     lbase = w * 32 * lstep - base
     if not store and width == 4:
         for l in range(32):
-            regs[w, d, l] = mem32[(np.int64(addrs[nadr + l]) + lbase + l * lstep) >> 2]
+            regs[w, d, l] = mem32[np.uint64((np.int64(addrs[at + np.uint64(l)]) + lbase + l * lstep) >> 2)]
     elif not store and width == 8:
         for l in range(32):
-            q = (np.int64(addrs[nadr + l]) + lbase + l * lstep) >> 2
+            q = np.uint64((np.int64(addrs[at + np.uint64(l)]) + lbase + l * lstep) >> 2)
             regs[w, d, l] = mem32[q]
-            regs[w, d + 1, l] = mem32[q + 1]
+            regs[w, d + 1, l] = mem32[q + np.uint64(1)]
     elif not store and width == 16:
         for l in range(32):
-            q = (np.int64(addrs[nadr + l]) + lbase + l * lstep) >> 2
+            q = np.uint64((np.int64(addrs[at + np.uint64(l)]) + lbase + l * lstep) >> 2)
             regs[w, d, l] = mem32[q]
-            regs[w, d + 1, l] = mem32[q + 1]
-            regs[w, d + 2, l] = mem32[q + 2]
-            regs[w, d + 3, l] = mem32[q + 3]
+            regs[w, d + 1, l] = mem32[q + np.uint64(1)]
+            regs[w, d + 2, l] = mem32[q + np.uint64(2)]
+            regs[w, d + 3, l] = mem32[q + np.uint64(3)]
     elif store and width == 4:
         for l in range(32):
-            mem32[(np.int64(addrs[nadr + l]) + lbase + l * lstep) >> 2] = np.uint32((np.int64(regs[w, rc, l]) | ic) & M32)
+            mem32[np.uint64((np.int64(addrs[at + np.uint64(l)]) + lbase + l * lstep) >> 2)] = \
+                np.uint32((np.int64(regs[w, rc, l]) | ic) & M32)
     else:
         for l in range(32):
-            off = np.int64(addrs[nadr + l]) + lbase + l * lstep
-            q = off >> 2
+            off = np.int64(addrs[at + np.uint64(l)]) + lbase + l * lstep
+            q = np.uint64(off >> 2)
             if store:
                 if width == 8:
                     mem32[q] = np.uint32((np.int64(regs[w, rc, l]) | ic) & M32)
-                    mem32[q + 1] = np.uint32((np.int64(regs[w, rc + 1, l]) | (ic >> 32)) & M32)
+                    mem32[q + np.uint64(1)] = np.uint32((np.int64(regs[w, rc + 1, l]) | (ic >> 32)) & M32)
                 elif width == 16:
                     for j in range(4):
-                        mem32[q + j] = regs[w, rc + j, l]
+                        mem32[q + np.uint64(j)] = regs[w, rc + j, l]
                 else:
                     _store(mem8, mem32, off, width, np.int64(regs[w, rc, l]) | ic)
             else:
