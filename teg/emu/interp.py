@@ -41,7 +41,7 @@ FULL = 0xFFFFFFFF
 # lane states
 RUN, EXITED, WAITSYNC, WAITBAR = 0, 1, 2, 3
 
-# run_warp / run_launch status codes (err[0])
+# run_warps / run_blocks status codes (err[0])
 ST_OK, ST_BAR, ST_FULL = 0, 1, 2
 E_UNSUPPORTED, E_GLOBAL, E_SHARED, E_LOCAL, E_DEADLOCK, E_ALIGN, E_CONST, E_RETURN = 10, 11, 12, 13, 14, 15, 16, 17
 
@@ -2044,11 +2044,15 @@ def _pick(w, lane_pc, lane_st, lane_wait):
 
 
 @njit(cache=True, _nrt=False)
-def run_warp(w, code, fx, okind, oreg, oval, oflag, regs, pm, lane_pc, lane_st, lane_wait, bar, grp, ins_addr,
-             block_xyz, grid_xyz, blk, nthreads, g8, g32, alo, ahi, s8, s32_, l8, l32, local_size,
-             cb32, rows_w, rows_i, rows_m, rows_na, addrs, cnt, err, su, sf, sq, sd, row_warp, tmp, tmp2, fs, record):
-    """Run warp ``w`` of the current block until all its lanes exit (ST_OK), it blocks on BAR.SYNC
-    (ST_BAR), the trace buffers are full (ST_FULL, resumable) or an error (err[0] ≥ 10).
+def run_warps(code, fx, okind, oreg, oval, oflag, regs, pm, lane_pc, lane_st, lane_wait, bar, grp, wstat, ins_addr,
+              block_xyz, grid_xyz, blk, nthreads, nw, g8, g32, alo, ahi, s8, s32_, l8, l32, local_size,
+              cb32, rows_w, rows_i, rows_m, rows_na, addrs, cnt, err, su, sf, sq, sd, tmp, tmp2, fs, record):
+    """Run the ``nw`` warps of block ``blk`` until every lane has exited (ST_OK), the trace buffers
+    are full (ST_FULL, resumable: ``wstat`` and ``grp`` say where) or an error (err[0] ≥ 10). The
+    warps run in turn (``wstat[w]`` 0), each until it exits (2) or waits on BAR.SYNC (1); when no
+    warp can run, the barrier releases the waiting ones and the round starts again from warp 0.
+    One call per block: switching warps costs no call (the ~45 array arguments were pushed on every
+    BAR.SYNC and exit, about 6 % of the interpreter's time on the tiled matmul).
 
     Instructions with a specialised form (``fx``, :func:`teg.emu.lower.specialize`) run on their
     branch-free lane loops, the others on the general executors. A uniform branch taken (or not)
@@ -2069,284 +2073,304 @@ def run_warp(w, code, fx, okind, oreg, oval, oflag, regs, pm, lane_pc, lane_st, 
     nrow = cnt[0]
     nadr = cnt[1]
     while True:
-        if grp[w, 1] != 0:     # resume the group a full trace buffer interrupted
-            pc = grp[w, 0]
-            gmask = grp[w, 1]
-            grp[w, 1] = 0
-            others = 0
-            for l in range(32):
-                if lane_st[w, l] == RUN:
-                    others |= 1 << l
-            others &= ~gmask
-        else:
-            pc, gmask, others = _pick(w, lane_pc, lane_st, lane_wait)
-            if gmask < 0:
-                cnt[0] = nrow
-                cnt[1] = nadr
-                if gmask == -1:
-                    _mem_fault(err, E_DEADLOCK, lane_pc[w, 0], w * 32, 0)
-                    return err[0]
-                return ST_BAR if gmask == -2 else ST_OK
-        # ---- run the group straight until a control instruction ----
-        while True:
-            if pc < 0 or pc >= n_ins:
-                cnt[0] = nrow
-                cnt[1] = nadr
-                _mem_fault(err, E_RETURN, pc if pc < n_ins else n_ins - 1, w * 32, pc)
-                return err[0]
-            if nrow >= cap_rows or nadr + 64 > cap_addr:
-                grp[w, 0] = pc
-                grp[w, 1] = gmask
-                cnt[0] = nrow
-                cnt[1] = nadr
-                return ST_FULL
-            form = fx[pc, O.FX_OP]
-            g = pm[w, code[pc, O.C_GUARD]]
-            if code[pc, O.C_GINV]:
-                g = ~g & FULL
-            m = gmask & g
-            r = nrow
-            if record:
-                rows_w[r] = row_warp
-                rows_i[r] = pc
-                rows_m[r] = np.uint32(m)
-                rows_na[r] = 0
-            nrow = r + 1
-            ex = m
-            if code[pc, O.C_UNIFORM]:
-                ex = FULL if g == FULL or (g & gmask) != 0 else 0
-            if form != O.F_GENERAL:
-                if form == O.F_FFMA or form == O.F_FADD or form == O.F_FMUL:
-                    if _f_float(regs, w, fx, pc, ex, tmp, form):
-                        pc += 1
-                        continue
-                elif form == O.F_IADD3:
-                    _f_iadd3(regs, pm, w, fx, pc, ex, tmp)
-                    pc += 1
-                    continue
-                elif form == O.F_LD or form == O.F_ST:
-                    na = _f_mem(regs, w, fx, pc, m, g8, g32, alo, ahi, s8, s32_, l8, l32, local_size, addrs, nadr,
-                                form == O.F_ST)
-                    if na >= 0:
-                        if record:
-                            rows_na[r] = na
-                            nadr += na
-                        pc += 1
-                        continue
-                elif form == O.F_IMAD:
-                    _f_imad(regs, pm, w, fx, pc, ex, tmp)
-                    pc += 1
-                    continue
-                elif form == O.F_MOV or form == O.F_MOV64:
-                    _f_mov(regs, w, fx, pc, ex, tmp, tmp2, form == O.F_MOV64)
-                    pc += 1
-                    continue
-                elif form == O.F_ISETP:
-                    _f_isetp(regs, pm, w, fx, pc, ex)
-                    pc += 1
-                    continue
-                elif form == O.F_LEA or form == O.F_LEAHI:
-                    _f_lea(regs, pm, w, fx, pc, ex, tmp, form == O.F_LEAHI)
-                    pc += 1
-                    continue
-                elif form == O.F_LOP3:
-                    _f_lop3(regs, pm, w, fx, pc, ex, tmp)
-                    pc += 1
-                    continue
-                elif form == O.F_IMADW or form == O.F_IMADWU:
-                    _f_imadw(regs, pm, w, fx, pc, ex, tmp, tmp2, form == O.F_IMADWU)
-                    pc += 1
-                    continue
-                elif form == O.F_SHF:
-                    _f_shf(regs, w, fx, pc, ex, tmp)
-                    pc += 1
-                    continue
-                elif form == O.F_SEL:
-                    _f_sel(regs, pm, w, fx, pc, ex, tmp)
-                    pc += 1
-                    continue
-                elif form == O.F_BRA:
-                    if others == 0 and (m == gmask or m == 0):
-                        pc = code[pc, O.C_TARGET] if m != 0 else pc + 1
-                        continue
-                elif form == O.F_NOP:
-                    pc += 1
-                    continue
-            # ---- the general executors ----
-            op = code[pc, O.C_OP]
-            if op < 0:
-                cnt[0] = nrow - 1      # the instruction is not recorded
-                cnt[1] = nadr
-                _mem_fault(err, E_UNSUPPORTED, pc, w * 32, 0)
-                return err[0]
-            cnt[0] = nrow              # the general executors read and advance the counts there
-            cnt[1] = nadr
-            # operands the control instructions below read (the other operations decode their own)
-            m0 = code[pc, O.C_M]
-            k0, k1 = okind[pc, 0], okind[pc, 1]
-            r0, r1 = oreg[pc, 0], oreg[pc, 1]
-            v1 = oval[pc, 1]
-            nxt = pc + 1
+        for w in range(nw):
+            if wstat[w] != 0:      # exited (2) or waiting on BAR.SYNC (1)
+                continue
+            row_warp = blk * nw + w
+            while True:
+                if grp[w, 1] != 0:     # resume the group a full trace buffer interrupted
+                    pc = grp[w, 0]
+                    gmask = grp[w, 1]
+                    grp[w, 1] = 0
+                    others = 0
+                    for l in range(32):
+                        if lane_st[w, l] == RUN:
+                            others |= 1 << l
+                    others &= ~gmask
+                else:
+                    pc, gmask, others = _pick(w, lane_pc, lane_st, lane_wait)
+                    if gmask < 0:
+                        if gmask == -1:
+                            cnt[0] = nrow
+                            cnt[1] = nadr
+                            _mem_fault(err, E_DEADLOCK, lane_pc[w, 0], w * 32, 0)
+                            return err[0]
+                        wstat[w] = 1 if gmask == -2 else 2      # waits on BAR.SYNC / every lane exited
+                        break
+                # ---- run the group straight until a control instruction ----
+                while True:
+                    if pc < 0 or pc >= n_ins:
+                        cnt[0] = nrow
+                        cnt[1] = nadr
+                        _mem_fault(err, E_RETURN, pc if pc < n_ins else n_ins - 1, w * 32, pc)
+                        return err[0]
+                    if nrow >= cap_rows or nadr + 64 > cap_addr:
+                        grp[w, 0] = pc
+                        grp[w, 1] = gmask
+                        cnt[0] = nrow
+                        cnt[1] = nadr
+                        return ST_FULL
+                    form = fx[pc, O.FX_OP]
+                    g = pm[w, code[pc, O.C_GUARD]]
+                    if code[pc, O.C_GINV]:
+                        g = ~g & FULL
+                    m = gmask & g
+                    r = nrow
+                    if record:
+                        rows_w[r] = row_warp
+                        rows_i[r] = pc
+                        rows_m[r] = np.uint32(m)
+                        rows_na[r] = 0
+                    nrow = r + 1
+                    ex = m
+                    if code[pc, O.C_UNIFORM]:
+                        ex = FULL if g == FULL or (g & gmask) != 0 else 0
+                    if form != O.F_GENERAL:
+                        if form == O.F_FFMA or form == O.F_FADD or form == O.F_FMUL:
+                            if _f_float(regs, w, fx, pc, ex, tmp, form):
+                                pc += 1
+                                continue
+                        elif form == O.F_IADD3:
+                            _f_iadd3(regs, pm, w, fx, pc, ex, tmp)
+                            pc += 1
+                            continue
+                        elif form == O.F_LD or form == O.F_ST:
+                            na = _f_mem(regs, w, fx, pc, m, g8, g32, alo, ahi, s8, s32_, l8, l32, local_size, addrs, nadr,
+                                        form == O.F_ST)
+                            if na >= 0:
+                                if record:
+                                    rows_na[r] = na
+                                    nadr += na
+                                pc += 1
+                                continue
+                        elif form == O.F_IMAD:
+                            _f_imad(regs, pm, w, fx, pc, ex, tmp)
+                            pc += 1
+                            continue
+                        elif form == O.F_MOV or form == O.F_MOV64:
+                            _f_mov(regs, w, fx, pc, ex, tmp, tmp2, form == O.F_MOV64)
+                            pc += 1
+                            continue
+                        elif form == O.F_ISETP:
+                            _f_isetp(regs, pm, w, fx, pc, ex)
+                            pc += 1
+                            continue
+                        elif form == O.F_LEA or form == O.F_LEAHI:
+                            _f_lea(regs, pm, w, fx, pc, ex, tmp, form == O.F_LEAHI)
+                            pc += 1
+                            continue
+                        elif form == O.F_LOP3:
+                            _f_lop3(regs, pm, w, fx, pc, ex, tmp)
+                            pc += 1
+                            continue
+                        elif form == O.F_IMADW or form == O.F_IMADWU:
+                            _f_imadw(regs, pm, w, fx, pc, ex, tmp, tmp2, form == O.F_IMADWU)
+                            pc += 1
+                            continue
+                        elif form == O.F_SHF:
+                            _f_shf(regs, w, fx, pc, ex, tmp)
+                            pc += 1
+                            continue
+                        elif form == O.F_SEL:
+                            _f_sel(regs, pm, w, fx, pc, ex, tmp)
+                            pc += 1
+                            continue
+                        elif form == O.F_BRA:
+                            if others == 0 and (m == gmask or m == 0):
+                                pc = code[pc, O.C_TARGET] if m != 0 else pc + 1
+                                continue
+                        elif form == O.F_NOP:
+                            pc += 1
+                            continue
+                    # ---- the general executors ----
+                    op = code[pc, O.C_OP]
+                    if op < 0:
+                        cnt[0] = nrow - 1      # the instruction is not recorded
+                        cnt[1] = nadr
+                        _mem_fault(err, E_UNSUPPORTED, pc, w * 32, 0)
+                        return err[0]
+                    cnt[0] = nrow              # the general executors read and advance the counts there
+                    cnt[1] = nadr
+                    # operands the control instructions below read (the other operations decode their own)
+                    m0 = code[pc, O.C_M]
+                    k0, k1 = okind[pc, 0], okind[pc, 1]
+                    r0, r1 = oreg[pc, 0], oreg[pc, 1]
+                    v1 = oval[pc, 1]
+                    nxt = pc + 1
 
-            if op == O.OP_MOV:
-                _x_mov(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
-            elif op == O.OP_IADD3:
-                _x_iadd3(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
-            elif op == O.OP_VIADD:
-                _x_viadd(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
-            elif op == O.OP_IMAD:
-                _x_imad(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
-            elif op == O.OP_LEA:
-                _x_lea(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
-            elif op == O.OP_LOP3:
-                _x_lop3(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
-            elif op == O.OP_PLOP3:
-                _x_plop3(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
-            elif op == O.OP_SHF:
-                _x_shf(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
-            elif op == O.OP_IMNMX or op == O.OP_VIADDMNMX:
-                _x_imnmx(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
-            elif op == O.OP_POPC or op == O.OP_FLO or op == O.OP_BREV or op == O.OP_IABS:
-                _x_popc(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
-            elif op == O.OP_BMSK or op == O.OP_SGXT:
-                _x_bmsk(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
-            elif op == O.OP_HMMA:
-                _x_hmma(pc, w, code, oreg, regs, su, sf, fs)
-            elif op == O.OP_PRMT:
-                _x_prmt(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
-            elif op == O.OP_SEL or op == O.OP_FSEL:
-                _x_sel(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
-            elif op == O.OP_ISETP or op == O.OP_FSETP or op == O.OP_DSETP:
-                _x_isetp(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf, sq, sd)
-            elif op == O.OP_P2R:
-                _x_p2r(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
-            elif op == O.OP_R2P:
-                _x_r2p(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
-            elif op == O.OP_FADD or op == O.OP_FMUL or op == O.OP_FFMA:
-                _x_fadd(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf, sq, sd)
-            elif op == O.OP_FMNMX:
-                _x_fmnmx(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf)
-            elif op == O.OP_MUFU:
-                _x_mufu(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf, sq, sd)
-            elif op == O.OP_FCHK:
-                _x_fchk(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
-            elif op == O.OP_F2F or op == O.OP_I2F or op == O.OP_F2I or op == O.OP_FRND:
-                _x_f2f(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf, sq, sd)
-            elif op == O.OP_DADD or op == O.OP_DMUL or op == O.OP_DFMA or op == O.OP_DMNMX:
-                _x_dadd(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, sq, sd)
-            elif op == O.OP_HADD2 or op == O.OP_HMUL2 or op == O.OP_HFMA2:
-                _x_hadd2(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf)
-            elif op == O.OP_S2R or op == O.OP_CS2R:
-                _x_s2r(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, block_xyz, cx, cy, cz, cnt)
-            elif op == O.OP_LDC:
-                st = _x_ldc(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, cb32, err)
-                if st != 0:
-                    return st
-            elif op == O.OP_SHFL:
-                _x_shfl(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, tmp, tmp2)
-            elif op == O.OP_VOTE:
-                _x_vote(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
-            elif op == O.OP_REDUX:
-                _x_redux(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
-            elif op == O.OP_R2UR:
-                _x_r2ur(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
-            elif op == O.OP_LD or op == O.OP_ST or op == O.OP_ATOM or op == O.OP_LDGSTS:
-                st = _x_ld(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf, sq, sd, g8, g32, alo, ahi, s8, s32_, l8, l32,
-                           local_size, rows_na, addrs, cnt, err)
-                if st != 0:
-                    return st
-            elif op == O.OP_NOP:
-                pass  # NOP-like opcodes (lower.py _NOPS): no architectural effect
-            elif op == O.OP_BSSY:
-                bar[w, oval[pc, 0] & 15] = m
-            elif op == O.OP_BMOV:
-                # BMOV.32 Bx, R (restore a convergence barrier) / BMOV.32[.CLEAR] R, Bx (save it)
-                if k0 == O.K_BAR:
-                    if m != 0:
-                        bar[w, oval[pc, 0] & 15] = (np.int64(regs[w, r1, _lowest_lane(m)]) if k1 == O.K_REG else v1) & FULL
-                else:
-                    bi = oval[pc, 1] & 15
-                    if r0 != O.RZ_ROW:
-                        for l in range(32):
-                            if (m >> l) & 1:
-                                regs[w, r0, l] = np.uint32(bar[w, bi])
-                    if m0 and m != 0:
-                        bar[w, bi] = 0
-            elif op == O.OP_BREAK:
-                bar[w, oval[pc, 0] & 15] &= ~m & FULL
-            else:
-                # instructions that end the straight run: update lane PCs, then reschedule
-                if op == O.OP_BRA or op == O.OP_CALL:
-                    # taken lanes jump to the target (CALL.REL: the callee), the others fall through
-                    tgt = code[pc, O.C_TARGET]
-                    if op == O.OP_BRA and m0 == 0 and k0 == O.K_PRED:
-                        # BRA.U !UP0, target (sm_100+): the condition is an operand, not a guard
-                        m &= _plane(pm, w, r0, oflag[pc, 0])
-                    if op == O.OP_BRA and m0 == 1:
-                        # BRA.DIV mask: taken by all lanes when some lane of mask is not in the group
-                        alive = 0
-                        for l in range(32):
-                            if lane_st[w, l] != EXITED:
-                                alive |= 1 << l
-                        want = (np.int64(regs[w, r0, 0]) if k0 == O.K_REG else oval[pc, 0]) & FULL
-                        if oflag[pc, 0] & O.F_NOT:
-                            want = ~want & FULL
-                        m = m if (want & alive & ~gmask) != 0 else 0
-                    for l in range(32):
-                        if (gmask >> l) & 1:
-                            lane_pc[w, l] = tgt if (m >> l) & 1 else nxt
-                elif op == O.OP_EXIT:
-                    for l in range(32):
-                        if (gmask >> l) & 1:
-                            if (m >> l) & 1:
-                                lane_st[w, l] = EXITED
-                            else:
-                                lane_pc[w, l] = nxt
-                elif op == O.OP_BSYNC or op == O.OP_WARPSYNC:
-                    if op == O.OP_BSYNC:
-                        need = bar[w, oval[pc, 0] & 15]
-                    elif m0:
-                        need = FULL
+                    if op == O.OP_MOV:
+                        _x_mov(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
+                    elif op == O.OP_IADD3:
+                        _x_iadd3(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
+                    elif op == O.OP_VIADD:
+                        _x_viadd(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
+                    elif op == O.OP_IMAD:
+                        _x_imad(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
+                    elif op == O.OP_LEA:
+                        _x_lea(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
+                    elif op == O.OP_LOP3:
+                        _x_lop3(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
+                    elif op == O.OP_PLOP3:
+                        _x_plop3(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
+                    elif op == O.OP_SHF:
+                        _x_shf(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
+                    elif op == O.OP_IMNMX or op == O.OP_VIADDMNMX:
+                        _x_imnmx(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
+                    elif op == O.OP_POPC or op == O.OP_FLO or op == O.OP_BREV or op == O.OP_IABS:
+                        _x_popc(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
+                    elif op == O.OP_BMSK or op == O.OP_SGXT:
+                        _x_bmsk(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
+                    elif op == O.OP_HMMA:
+                        _x_hmma(pc, w, code, oreg, regs, su, sf, fs)
+                    elif op == O.OP_PRMT:
+                        _x_prmt(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
+                    elif op == O.OP_SEL or op == O.OP_FSEL:
+                        _x_sel(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
+                    elif op == O.OP_ISETP or op == O.OP_FSETP or op == O.OP_DSETP:
+                        _x_isetp(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf, sq, sd)
+                    elif op == O.OP_P2R:
+                        _x_p2r(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
+                    elif op == O.OP_R2P:
+                        _x_r2p(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
+                    elif op == O.OP_FADD or op == O.OP_FMUL or op == O.OP_FFMA:
+                        _x_fadd(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf, sq, sd)
+                    elif op == O.OP_FMNMX:
+                        _x_fmnmx(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf)
+                    elif op == O.OP_MUFU:
+                        _x_mufu(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf, sq, sd)
+                    elif op == O.OP_FCHK:
+                        _x_fchk(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
+                    elif op == O.OP_F2F or op == O.OP_I2F or op == O.OP_F2I or op == O.OP_FRND:
+                        _x_f2f(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf, sq, sd)
+                    elif op == O.OP_DADD or op == O.OP_DMUL or op == O.OP_DFMA or op == O.OP_DMNMX:
+                        _x_dadd(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, sq, sd)
+                    elif op == O.OP_HADD2 or op == O.OP_HMUL2 or op == O.OP_HFMA2:
+                        _x_hadd2(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf)
+                    elif op == O.OP_S2R or op == O.OP_CS2R:
+                        _x_s2r(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, block_xyz, cx, cy, cz, cnt)
+                    elif op == O.OP_LDC:
+                        st = _x_ldc(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, cb32, err)
+                        if st != 0:
+                            return st
+                    elif op == O.OP_SHFL:
+                        _x_shfl(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, tmp, tmp2)
+                    elif op == O.OP_VOTE:
+                        _x_vote(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
+                    elif op == O.OP_REDUX:
+                        _x_redux(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
+                    elif op == O.OP_R2UR:
+                        _x_r2ur(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
+                    elif op == O.OP_LD or op == O.OP_ST or op == O.OP_ATOM or op == O.OP_LDGSTS:
+                        st = _x_ld(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf, sq, sd, g8, g32, alo, ahi, s8, s32_, l8, l32,
+                                   local_size, rows_na, addrs, cnt, err)
+                        if st != 0:
+                            return st
+                    elif op == O.OP_NOP:
+                        pass  # NOP-like opcodes (lower.py _NOPS): no architectural effect
+                    elif op == O.OP_BSSY:
+                        bar[w, oval[pc, 0] & 15] = m
+                    elif op == O.OP_BMOV:
+                        # BMOV.32 Bx, R (restore a convergence barrier) / BMOV.32[.CLEAR] R, Bx (save it)
+                        if k0 == O.K_BAR:
+                            if m != 0:
+                                bar[w, oval[pc, 0] & 15] = (np.int64(regs[w, r1, _lowest_lane(m)]) if k1 == O.K_REG else v1) & FULL
+                        else:
+                            bi = oval[pc, 1] & 15
+                            if r0 != O.RZ_ROW:
+                                for l in range(32):
+                                    if (m >> l) & 1:
+                                        regs[w, r0, l] = np.uint32(bar[w, bi])
+                            if m0 and m != 0:
+                                bar[w, bi] = 0
+                    elif op == O.OP_BREAK:
+                        bar[w, oval[pc, 0] & 15] &= ~m & FULL
                     else:
-                        need = (np.int64(regs[w, r0, _lowest_lane(gmask)]) if k0 == O.K_REG else oval[pc, 0]) & FULL
-                    for l in range(32):
-                        if (gmask >> l) & 1:
-                            lane_pc[w, l] = pc
-                            if (m >> l) & 1 and (need >> l) & 1:
-                                lane_st[w, l] = WAITSYNC
-                                lane_wait[w, l] = need
+                        # instructions that end the straight run: update lane PCs, then reschedule
+                        if op == O.OP_BRA or op == O.OP_CALL:
+                            # taken lanes jump to the target (CALL.REL: the callee), the others fall through
+                            tgt = code[pc, O.C_TARGET]
+                            if op == O.OP_BRA and m0 == 0 and k0 == O.K_PRED:
+                                # BRA.U !UP0, target (sm_100+): the condition is an operand, not a guard
+                                m &= _plane(pm, w, r0, oflag[pc, 0])
+                            if op == O.OP_BRA and m0 == 1:
+                                # BRA.DIV mask: taken by all lanes when some lane of mask is not in the group
+                                alive = 0
+                                for l in range(32):
+                                    if lane_st[w, l] != EXITED:
+                                        alive |= 1 << l
+                                want = (np.int64(regs[w, r0, 0]) if k0 == O.K_REG else oval[pc, 0]) & FULL
+                                if oflag[pc, 0] & O.F_NOT:
+                                    want = ~want & FULL
+                                m = m if (want & alive & ~gmask) != 0 else 0
+                            for l in range(32):
+                                if (gmask >> l) & 1:
+                                    lane_pc[w, l] = tgt if (m >> l) & 1 else nxt
+                        elif op == O.OP_EXIT:
+                            for l in range(32):
+                                if (gmask >> l) & 1:
+                                    if (m >> l) & 1:
+                                        lane_st[w, l] = EXITED
+                                    else:
+                                        lane_pc[w, l] = nxt
+                        elif op == O.OP_BSYNC or op == O.OP_WARPSYNC:
+                            if op == O.OP_BSYNC:
+                                need = bar[w, oval[pc, 0] & 15]
+                            elif m0:
+                                need = FULL
                             else:
-                                lane_pc[w, l] = nxt
-                elif op == O.OP_BAR:
-                    for l in range(32):
-                        if (gmask >> l) & 1:
-                            lane_pc[w, l] = nxt
-                            if (m >> l) & 1:
-                                lane_st[w, l] = WAITBAR
-                elif op == O.OP_RET:
-                    # RET.REL R: the register holds the return byte address; map it to an index
-                    for l in range(32):
-                        if (gmask >> l) & 1:
-                            if (m >> l) & 1:
-                                ra = np.int64(regs[w, r0, l])
-                                idx = -1
-                                for j in range(ins_addr.shape[0]):
-                                    if ins_addr[j] == ra:
-                                        idx = j
-                                        break
-                                if idx < 0:
-                                    _mem_fault(err, E_RETURN, pc, w * 32 + l, ra)
-                                    return err[0]
-                                lane_pc[w, l] = idx
-                            else:
-                                lane_pc[w, l] = nxt
-                else:
-                    _mem_fault(err, E_UNSUPPORTED, pc, w * 32, 0)
-                    return err[0]
-                break
-            nrow = cnt[0]
-            nadr = cnt[1]
-            pc = nxt
+                                need = (np.int64(regs[w, r0, _lowest_lane(gmask)]) if k0 == O.K_REG else oval[pc, 0]) & FULL
+                            for l in range(32):
+                                if (gmask >> l) & 1:
+                                    lane_pc[w, l] = pc
+                                    if (m >> l) & 1 and (need >> l) & 1:
+                                        lane_st[w, l] = WAITSYNC
+                                        lane_wait[w, l] = need
+                                    else:
+                                        lane_pc[w, l] = nxt
+                        elif op == O.OP_BAR:
+                            for l in range(32):
+                                if (gmask >> l) & 1:
+                                    lane_pc[w, l] = nxt
+                                    if (m >> l) & 1:
+                                        lane_st[w, l] = WAITBAR
+                        elif op == O.OP_RET:
+                            # RET.REL R: the register holds the return byte address; map it to an index
+                            for l in range(32):
+                                if (gmask >> l) & 1:
+                                    if (m >> l) & 1:
+                                        ra = np.int64(regs[w, r0, l])
+                                        idx = -1
+                                        for j in range(ins_addr.shape[0]):
+                                            if ins_addr[j] == ra:
+                                                idx = j
+                                                break
+                                        if idx < 0:
+                                            _mem_fault(err, E_RETURN, pc, w * 32 + l, ra)
+                                            return err[0]
+                                        lane_pc[w, l] = idx
+                                    else:
+                                        lane_pc[w, l] = nxt
+                        else:
+                            _mem_fault(err, E_UNSUPPORTED, pc, w * 32, 0)
+                            return err[0]
+                        break
+                    nrow = cnt[0]
+                    nadr = cnt[1]
+                    pc = nxt
+        waiting = False
+        for w in range(nw):
+            if wstat[w] == 1:
+                waiting = True
+        if not waiting:
+            cnt[0] = nrow
+            cnt[1] = nadr
+            return ST_OK
+        for w in range(nw):     # every live thread reached BAR.SYNC: release the barrier
+            if wstat[w] == 1:
+                wstat[w] = 0
+                for l in range(32):
+                    if lane_st[w, l] == WAITBAR:
+                        lane_st[w, l] = RUN
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -2361,8 +2385,8 @@ def run_blocks(code, fx, okind, oreg, oval, oflag, ins_addr, grid_xyz, block_xyz
 
     Scratch comes from the caller (``su``/``sf`` one uint32 and its float32 view, ``sq``/``sd``
     one int64 and its float64 view, ``tmp``/``tmp2`` 32 int64, ``fs`` 512 float64), so that this
-    loop, like :func:`run_warp`, is compiled without numba's reference counting (``_nrt=False``):
-    each call of ``run_warp`` would otherwise count a reference to each of its ~35 arrays."""
+    loop, like :func:`run_warps`, is compiled without numba's reference counting (``_nrt=False``):
+    each call of ``run_warps`` would otherwise count a reference to each of its ~35 arrays."""
     nthreads = block_xyz[0] * block_xyz[1] * block_xyz[2]
     nw = (nthreads + 31) // 32
     while sched[0] < nblocks:
@@ -2384,29 +2408,12 @@ def run_blocks(code, fx, okind, oreg, oval, oflag, ins_addr, grid_xyz, block_xyz
             for i in range(s8.shape[0]):
                 s8[i] = 0
             sched[1] = 1
-        while True:
-            for w in range(nw):
-                if wstat[w] != 0:
-                    continue
-                st = run_warp(w, code, fx, okind, oreg, oval, oflag, regs, pm, lane_pc, lane_st, lane_wait, bar,
-                              grp, ins_addr, block_xyz, grid_xyz, blk, nthreads, g8, g32, alo, ahi, s8, s32_,
-                              l8, l32, local_size, cb32, rows_w, rows_i, rows_m, rows_na, addrs, cnt, err,
-                              su, sf, sq, sd, blk * nw + w, tmp, tmp2, fs, record)
-                if st == ST_FULL or st >= 10:
-                    return st
-                wstat[w] = 2 if st == ST_OK else 1
-            waiting = False
-            for w in range(nw):
-                if wstat[w] == 1:
-                    waiting = True
-            if not waiting:
-                break
-            for w in range(nw):     # every live thread reached BAR.SYNC: release the barrier
-                if wstat[w] == 1:
-                    wstat[w] = 0
-                    for l in range(32):
-                        if lane_st[w, l] == WAITBAR:
-                            lane_st[w, l] = RUN
+        st = run_warps(code, fx, okind, oreg, oval, oflag, regs, pm, lane_pc, lane_st, lane_wait, bar, grp, wstat,
+                       ins_addr, block_xyz, grid_xyz, blk, nthreads, nw, g8, g32, alo, ahi, s8, s32_, l8, l32,
+                       local_size, cb32, rows_w, rows_i, rows_m, rows_na, addrs, cnt, err, su, sf, sq, sd, tmp, tmp2,
+                       fs, record)
+        if st != ST_OK:
+            return st
         sched[0] = blk + 1
         sched[1] = 0
     return ST_OK
