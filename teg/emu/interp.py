@@ -1767,27 +1767,64 @@ def _vf(regs, w, l, r, i, x, a):
 
 
 @njit(cache=True, inline="always")
+def _nan_lanes(tmp):
+    """Lanes of ``tmp`` (float32 bit patterns) that hold a NaN."""
+    nan = 0
+    for l in range(32):
+        nan |= (1 if (tmp[l] & 0x7FFFFFFF) > 0x7F800000 else 0) << l
+    return nan
+
+
+@njit(cache=True, inline="always")
 def _f_float(regs, w, fx, pc, ex, tmp, form):
     """FADD / FMUL / FFMA, round to nearest, no .FTZ/.SAT/scale: float32 arithmetic and fma are
     correctly rounded, as the general executor's exact-in-double results rounded once. A NaN
-    result returns False (its payload follows the general executor's operand order)."""
+    result returns False (its payload follows the general executor's operand order).
+
+    One lane loop per form, and for sources that are plain registers (no immediate, no -x or |x|:
+    the common case) one that reads them as float32 directly; a NaN is detected with an OR over
+    the lanes (``(bits & 0x7fffffff) + 0x7fffff`` reaches bit 31 exactly for a NaN), its lanes
+    found only then. All of it vectorises without per-lane branches."""
     ra, ia, xa, na = _opnd3(fx, pc, 0)
     rb, ib, xb, nb = _opnd3(fx, pc, 1)
     rc, ic, xc, nc = _opnd3(fx, pc, 2)
-    nan = 0
-    for l in range(32):
-        a = _vf(regs, w, l, ra, ia, xa, na)
-        b = _vf(regs, w, l, rb, ib, xb, nb)
-        if form == O.F_FFMA:
-            r = fma32(a, b, _vf(regs, w, l, rc, ic, xc, nc))
-        elif form == O.F_FADD:
-            r = a + b
-        else:
-            r = a * b
-        bits = bits_of_f32_as(r)
-        tmp[l] = bits
-        nan |= (1 if (bits & 0x7FFFFFFF) > 0x7F800000 else 0) << l
-    if nan & ex:
+    plain = (ia | ib | xa | xb) == 0 and (na & nb) == 0xFFFFFFFF
+    if form == O.F_FFMA:
+        plain = plain and (ic | xc) == 0 and nc == 0xFFFFFFFF
+    anynan = 0
+    if plain and form == O.F_FFMA:
+        for l in range(32):
+            bits = bits_of_f32_as(fma32(f32_bits_as(regs[w, ra, l]), f32_bits_as(regs[w, rb, l]),
+                                        f32_bits_as(regs[w, rc, l])))
+            tmp[l] = bits
+            anynan |= (bits & 0x7FFFFFFF) + 0x7FFFFF
+    elif plain and form == O.F_FADD:
+        for l in range(32):
+            bits = bits_of_f32_as(f32_bits_as(regs[w, ra, l]) + f32_bits_as(regs[w, rb, l]))
+            tmp[l] = bits
+            anynan |= (bits & 0x7FFFFFFF) + 0x7FFFFF
+    elif plain:
+        for l in range(32):
+            bits = bits_of_f32_as(f32_bits_as(regs[w, ra, l]) * f32_bits_as(regs[w, rb, l]))
+            tmp[l] = bits
+            anynan |= (bits & 0x7FFFFFFF) + 0x7FFFFF
+    elif form == O.F_FFMA:
+        for l in range(32):
+            bits = bits_of_f32_as(fma32(_vf(regs, w, l, ra, ia, xa, na), _vf(regs, w, l, rb, ib, xb, nb),
+                                        _vf(regs, w, l, rc, ic, xc, nc)))
+            tmp[l] = bits
+            anynan |= (bits & 0x7FFFFFFF) + 0x7FFFFF
+    elif form == O.F_FADD:
+        for l in range(32):
+            bits = bits_of_f32_as(_vf(regs, w, l, ra, ia, xa, na) + _vf(regs, w, l, rb, ib, xb, nb))
+            tmp[l] = bits
+            anynan |= (bits & 0x7FFFFFFF) + 0x7FFFFF
+    else:
+        for l in range(32):
+            bits = bits_of_f32_as(_vf(regs, w, l, ra, ia, xa, na) * _vf(regs, w, l, rb, ib, xb, nb))
+            tmp[l] = bits
+            anynan |= (bits & 0x7FFFFFFF) + 0x7FFFFF
+    if anynan & 0x80000000 and _nan_lanes(tmp) & ex:
         return False
     _wr(regs, w, fx[pc, O.FX_D], ex, tmp)
     return True
