@@ -1944,14 +1944,24 @@ def _f_mem_full(regs, w, fx, pc, g8, g32, alo, ahi, s8, s32_, l8, l32, local_siz
     lo_a = np.int64(0x7FFFFFFFFFFFFFFF)
     hi_a = np.int64(-0x8000000000000000)
     bad = np.int64(0)
-    for l in range(32):
-        addr = np.int64(regs[w, ra, l]) | ((np.int64(regs[w, ra2, l]) << 32) & hia)
-        u = np.int64(regs[w, ru, l]) | ((np.int64(regs[w, ru2, l]) << 32) & hiu)
-        a = (((addr << sc) + off0) + u) & keep
-        addrs[at + np.uint64(l)] = np.uint64(a)
-        lo_a = min(lo_a, a)
-        hi_a = max(hi_a, a)
-        bad |= a & amask
+    if space == O.SP_GLOBAL:
+        for l in range(32):
+            addr = np.int64(regs[w, ra, l]) | ((np.int64(regs[w, ra2, l]) << 32) & hia)
+            u = np.int64(regs[w, ru, l]) | ((np.int64(regs[w, ru2, l]) << 32) & hiu)
+            a = (((addr << sc) + off0) + u) & keep
+            addrs[at + np.uint64(l)] = np.uint64(a)
+            lo_a = min(lo_a, a)
+            hi_a = max(hi_a, a)
+            bad |= a & amask
+    else:
+        # a shared or local address is the low 32 bits of the sum, which the high words of a pair
+        # base or uniform register (bits 32 and up once shifted) do not reach: one row each
+        for l in range(32):
+            a = ((np.int64(regs[w, ra, l]) << sc) + off0 + np.int64(regs[w, ru, l])) & M32
+            addrs[at + np.uint64(l)] = np.uint64(a)
+            lo_a = min(lo_a, a)
+            hi_a = max(hi_a, a)
+            bad |= a & amask
     if bad:
         return -1
     if space == O.SP_GLOBAL:
