@@ -2158,16 +2158,17 @@ def run_warps(code, fx, okind, oreg, oval, oflag, regs, pm, lane_pc, lane_st, la
                         cnt[1] = nadr
                         return ST_FULL
                     form = fx[pc, O.FX_OP]
-                    g = pm[w, code[pc, O.C_GUARD]]
+                    g = pm[w, np.uint64(code[pc, O.C_GUARD])]     # unsigned: no wrap-around
                     if code[pc, O.C_GINV]:
                         g = ~g & FULL
                     m = gmask & g
                     r = nrow
                     if record:
-                        rows_w[r] = row_warp
-                        rows_i[r] = pc
-                        rows_m[r] = np.uint32(m)
-                        rows_na[r] = 0
+                        ur = np.uint64(r)     # a count: unsigned, so numba adds no wrap-around per array
+                        rows_w[ur] = row_warp
+                        rows_i[ur] = pc
+                        rows_m[ur] = np.uint32(m)
+                        rows_na[ur] = 0
                     nrow = r + 1
                     ex = m
                     if code[pc, O.C_UNIFORM]:
@@ -2186,7 +2187,7 @@ def run_warps(code, fx, okind, oreg, oval, oflag, regs, pm, lane_pc, lane_st, la
                                         form == O.F_ST)
                             if na >= 0:
                                 if record:
-                                    rows_na[r] = na
+                                    rows_na[np.uint64(r)] = na
                                     nadr += na
                                 pc += 1
                                 continue
