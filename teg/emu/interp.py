@@ -41,7 +41,7 @@ FULL = 0xFFFFFFFF
 # lane states
 RUN, EXITED, WAITSYNC, WAITBAR = 0, 1, 2, 3
 
-# run_warp / run_launch status codes (err[0])
+# run_warps / run_blocks status codes (err[0])
 ST_OK, ST_BAR, ST_FULL = 0, 1, 2
 E_UNSUPPORTED, E_GLOBAL, E_SHARED, E_LOCAL, E_DEADLOCK, E_ALIGN, E_CONST, E_RETURN = 10, 11, 12, 13, 14, 15, 16, 17
 
@@ -1767,27 +1767,64 @@ def _vf(regs, w, l, r, i, x, a):
 
 
 @njit(cache=True, inline="always")
+def _nan_lanes(tmp):
+    """Lanes of ``tmp`` (float32 bit patterns) that hold a NaN."""
+    nan = 0
+    for l in range(32):
+        nan |= (1 if (tmp[l] & 0x7FFFFFFF) > 0x7F800000 else 0) << l
+    return nan
+
+
+@njit(cache=True, inline="always")
 def _f_float(regs, w, fx, pc, ex, tmp, form):
     """FADD / FMUL / FFMA, round to nearest, no .FTZ/.SAT/scale: float32 arithmetic and fma are
     correctly rounded, as the general executor's exact-in-double results rounded once. A NaN
-    result returns False (its payload follows the general executor's operand order)."""
+    result returns False (its payload follows the general executor's operand order).
+
+    One lane loop per form, and for sources that are plain registers (no immediate, no -x or |x|:
+    the common case) one that reads them as float32 directly; a NaN is detected with an OR over
+    the lanes (``(bits & 0x7fffffff) + 0x7fffff`` reaches bit 31 exactly for a NaN), its lanes
+    found only then. All of it vectorises without per-lane branches."""
     ra, ia, xa, na = _opnd3(fx, pc, 0)
     rb, ib, xb, nb = _opnd3(fx, pc, 1)
     rc, ic, xc, nc = _opnd3(fx, pc, 2)
-    nan = 0
-    for l in range(32):
-        a = _vf(regs, w, l, ra, ia, xa, na)
-        b = _vf(regs, w, l, rb, ib, xb, nb)
-        if form == O.F_FFMA:
-            r = fma32(a, b, _vf(regs, w, l, rc, ic, xc, nc))
-        elif form == O.F_FADD:
-            r = a + b
-        else:
-            r = a * b
-        bits = bits_of_f32_as(r)
-        tmp[l] = bits
-        nan |= (1 if (bits & 0x7FFFFFFF) > 0x7F800000 else 0) << l
-    if nan & ex:
+    plain = (ia | ib | xa | xb) == 0 and (na & nb) == 0xFFFFFFFF
+    if form == O.F_FFMA:
+        plain = plain and (ic | xc) == 0 and nc == 0xFFFFFFFF
+    anynan = 0
+    if plain and form == O.F_FFMA:
+        for l in range(32):
+            bits = bits_of_f32_as(fma32(f32_bits_as(regs[w, ra, l]), f32_bits_as(regs[w, rb, l]),
+                                        f32_bits_as(regs[w, rc, l])))
+            tmp[l] = bits
+            anynan |= (bits & 0x7FFFFFFF) + 0x7FFFFF
+    elif plain and form == O.F_FADD:
+        for l in range(32):
+            bits = bits_of_f32_as(f32_bits_as(regs[w, ra, l]) + f32_bits_as(regs[w, rb, l]))
+            tmp[l] = bits
+            anynan |= (bits & 0x7FFFFFFF) + 0x7FFFFF
+    elif plain:
+        for l in range(32):
+            bits = bits_of_f32_as(f32_bits_as(regs[w, ra, l]) * f32_bits_as(regs[w, rb, l]))
+            tmp[l] = bits
+            anynan |= (bits & 0x7FFFFFFF) + 0x7FFFFF
+    elif form == O.F_FFMA:
+        for l in range(32):
+            bits = bits_of_f32_as(fma32(_vf(regs, w, l, ra, ia, xa, na), _vf(regs, w, l, rb, ib, xb, nb),
+                                        _vf(regs, w, l, rc, ic, xc, nc)))
+            tmp[l] = bits
+            anynan |= (bits & 0x7FFFFFFF) + 0x7FFFFF
+    elif form == O.F_FADD:
+        for l in range(32):
+            bits = bits_of_f32_as(_vf(regs, w, l, ra, ia, xa, na) + _vf(regs, w, l, rb, ib, xb, nb))
+            tmp[l] = bits
+            anynan |= (bits & 0x7FFFFFFF) + 0x7FFFFF
+    else:
+        for l in range(32):
+            bits = bits_of_f32_as(_vf(regs, w, l, ra, ia, xa, na) * _vf(regs, w, l, rb, ib, xb, nb))
+            tmp[l] = bits
+            anynan |= (bits & 0x7FFFFFFF) + 0x7FFFFF
+    if anynan & 0x80000000 and _nan_lanes(tmp) & ex:
         return False
     _wr(regs, w, fx[pc, O.FX_D], ex, tmp)
     return True
@@ -1822,7 +1859,7 @@ def _f_mem(regs, w, fx, pc, m, g8, g32, alo, ahi, s8, s32_, l8, l32, local_size,
             addr += u
             if space != O.SP_GLOBAL:
                 addr &= M32
-            addrs[nadr + n] = np.uint64(addr)
+            addrs[np.uint64(nadr + n)] = np.uint64(addr)
             if n == 0:
                 lo_a = addr
                 hi_a = addr
@@ -1856,20 +1893,20 @@ def _f_mem(regs, w, fx, pc, m, g8, g32, alo, ahi, s8, s32_, l8, l32, local_size,
     k = 0
     for l in range(32):
         if (m >> l) & 1:
-            off = np.int64(addrs[nadr + k]) - base
+            off = np.int64(addrs[np.uint64(nadr + k)]) - base
             k += 1
             if space == O.SP_LOCAL:
                 off += (w * 32 + l) * local_size
-            q = off >> 2
+            q = np.uint64(off >> 2)     # unsigned: no wrap-around (in range after the checks)
             if store:
                 if width == 4:
                     mem32[q] = np.uint32((np.int64(regs[w, rc, l]) | ic) & M32)
                 elif width == 8:
                     mem32[q] = np.uint32((np.int64(regs[w, rc, l]) | ic) & M32)
-                    mem32[q + 1] = np.uint32((np.int64(regs[w, rc + 1, l]) | (ic >> 32)) & M32)
+                    mem32[q + np.uint64(1)] = np.uint32((np.int64(regs[w, rc + 1, l]) | (ic >> 32)) & M32)
                 elif width == 16:
                     for j in range(4):
-                        mem32[q + j] = regs[w, rc + j, l]
+                        mem32[q + np.uint64(j)] = regs[w, rc + j, l]
                 else:
                     _store(mem8, mem32, off, width, np.int64(regs[w, rc, l]) | ic)
             else:
@@ -1877,10 +1914,10 @@ def _f_mem(regs, w, fx, pc, m, g8, g32, alo, ahi, s8, s32_, l8, l32, local_size,
                     regs[w, d, l] = mem32[q]
                 elif width == 8:
                     regs[w, d, l] = mem32[q]
-                    regs[w, d + 1, l] = mem32[q + 1]
+                    regs[w, d + 1, l] = mem32[q + np.uint64(1)]
                 elif width == 16:
                     for j in range(4):
-                        regs[w, d + j, l] = mem32[q + j]
+                        regs[w, d + j, l] = mem32[q + np.uint64(j)]
                 else:
                     regs[w, d, l] = np.uint32(_load(mem8, mem32, off, width, typ) & M32)
     return n
@@ -1900,18 +1937,31 @@ def _f_mem_full(regs, w, fx, pc, g8, g32, alo, ahi, s8, s32_, l8, l32, local_siz
     keep = np.int64(-1) if space == O.SP_GLOBAL else np.int64(M32)
     ra2 = ra + wide                       # ra itself when not a pair (its high word then masked off)
     ru2 = ru + upair
-    for l in range(32):
-        addr = np.int64(regs[w, ra, l]) | ((np.int64(regs[w, ra2, l]) << 32) & hia)
-        u = np.int64(regs[w, ru, l]) | ((np.int64(regs[w, ru2, l]) << 32) & hiu)
-        addrs[nadr + l] = np.uint64((((addr << sc) + off0) + u) & keep)
-    lo_a = np.int64(addrs[nadr])
-    hi_a = lo_a
+    # indexes into addrs and memory are unsigned (np.uint64): numba then skips the negative-index
+    # wrap-around, which per lane turned the contiguous stores into scatters (they are in range:
+    # nadr is a count, and a memory index is used only after the window checks below)
+    at = np.uint64(nadr)
+    lo_a = np.int64(0x7FFFFFFFFFFFFFFF)
+    hi_a = np.int64(-0x8000000000000000)
     bad = np.int64(0)
-    for l in range(32):
-        a = np.int64(addrs[nadr + l])
-        lo_a = min(lo_a, a)
-        hi_a = max(hi_a, a)
-        bad |= a & amask
+    if space == O.SP_GLOBAL:
+        for l in range(32):
+            addr = np.int64(regs[w, ra, l]) | ((np.int64(regs[w, ra2, l]) << 32) & hia)
+            u = np.int64(regs[w, ru, l]) | ((np.int64(regs[w, ru2, l]) << 32) & hiu)
+            a = (((addr << sc) + off0) + u) & keep
+            addrs[at + np.uint64(l)] = np.uint64(a)
+            lo_a = min(lo_a, a)
+            hi_a = max(hi_a, a)
+            bad |= a & amask
+    else:
+        # a shared or local address is the low 32 bits of the sum, which the high words of a pair
+        # base or uniform register (bits 32 and up once shifted) do not reach: one row each
+        for l in range(32):
+            a = ((np.int64(regs[w, ra, l]) << sc) + off0 + np.int64(regs[w, ru, l])) & M32
+            addrs[at + np.uint64(l)] = np.uint64(a)
+            lo_a = min(lo_a, a)
+            hi_a = max(hi_a, a)
+            bad |= a & amask
     if bad:
         return -1
     if space == O.SP_GLOBAL:
@@ -1938,33 +1988,34 @@ def _f_mem_full(regs, w, fx, pc, g8, g32, alo, ahi, s8, s32_, l8, l32, local_siz
     lbase = w * 32 * lstep - base
     if not store and width == 4:
         for l in range(32):
-            regs[w, d, l] = mem32[(np.int64(addrs[nadr + l]) + lbase + l * lstep) >> 2]
+            regs[w, d, l] = mem32[np.uint64((np.int64(addrs[at + np.uint64(l)]) + lbase + l * lstep) >> 2)]
     elif not store and width == 8:
         for l in range(32):
-            q = (np.int64(addrs[nadr + l]) + lbase + l * lstep) >> 2
+            q = np.uint64((np.int64(addrs[at + np.uint64(l)]) + lbase + l * lstep) >> 2)
             regs[w, d, l] = mem32[q]
-            regs[w, d + 1, l] = mem32[q + 1]
+            regs[w, d + 1, l] = mem32[q + np.uint64(1)]
     elif not store and width == 16:
         for l in range(32):
-            q = (np.int64(addrs[nadr + l]) + lbase + l * lstep) >> 2
+            q = np.uint64((np.int64(addrs[at + np.uint64(l)]) + lbase + l * lstep) >> 2)
             regs[w, d, l] = mem32[q]
-            regs[w, d + 1, l] = mem32[q + 1]
-            regs[w, d + 2, l] = mem32[q + 2]
-            regs[w, d + 3, l] = mem32[q + 3]
+            regs[w, d + 1, l] = mem32[q + np.uint64(1)]
+            regs[w, d + 2, l] = mem32[q + np.uint64(2)]
+            regs[w, d + 3, l] = mem32[q + np.uint64(3)]
     elif store and width == 4:
         for l in range(32):
-            mem32[(np.int64(addrs[nadr + l]) + lbase + l * lstep) >> 2] = np.uint32((np.int64(regs[w, rc, l]) | ic) & M32)
+            mem32[np.uint64((np.int64(addrs[at + np.uint64(l)]) + lbase + l * lstep) >> 2)] = \
+                np.uint32((np.int64(regs[w, rc, l]) | ic) & M32)
     else:
         for l in range(32):
-            off = np.int64(addrs[nadr + l]) + lbase + l * lstep
-            q = off >> 2
+            off = np.int64(addrs[at + np.uint64(l)]) + lbase + l * lstep
+            q = np.uint64(off >> 2)
             if store:
                 if width == 8:
                     mem32[q] = np.uint32((np.int64(regs[w, rc, l]) | ic) & M32)
-                    mem32[q + 1] = np.uint32((np.int64(regs[w, rc + 1, l]) | (ic >> 32)) & M32)
+                    mem32[q + np.uint64(1)] = np.uint32((np.int64(regs[w, rc + 1, l]) | (ic >> 32)) & M32)
                 elif width == 16:
                     for j in range(4):
-                        mem32[q + j] = regs[w, rc + j, l]
+                        mem32[q + np.uint64(j)] = regs[w, rc + j, l]
                 else:
                     _store(mem8, mem32, off, width, np.int64(regs[w, rc, l]) | ic)
             else:
@@ -2040,11 +2091,15 @@ def _pick(w, lane_pc, lane_st, lane_wait):
 
 
 @njit(cache=True, _nrt=False)
-def run_warp(w, code, fx, okind, oreg, oval, oflag, regs, pm, lane_pc, lane_st, lane_wait, bar, grp, ins_addr,
-             block_xyz, grid_xyz, blk, nthreads, g8, g32, alo, ahi, s8, s32_, l8, l32, local_size,
-             cb32, rows_w, rows_i, rows_m, rows_na, addrs, cnt, err, su, sf, sq, sd, row_warp, tmp, tmp2, fs, record):
-    """Run warp ``w`` of the current block until all its lanes exit (ST_OK), it blocks on BAR.SYNC
-    (ST_BAR), the trace buffers are full (ST_FULL, resumable) or an error (err[0] ≥ 10).
+def run_warps(code, fx, okind, oreg, oval, oflag, regs, pm, lane_pc, lane_st, lane_wait, bar, grp, wstat, ins_addr,
+              block_xyz, grid_xyz, blk, nthreads, nw, g8, g32, alo, ahi, s8, s32_, l8, l32, local_size,
+              cb32, rows_w, rows_i, rows_m, rows_na, addrs, cnt, err, su, sf, sq, sd, tmp, tmp2, fs, record):
+    """Run the ``nw`` warps of block ``blk`` until every lane has exited (ST_OK), the trace buffers
+    are full (ST_FULL, resumable: ``wstat`` and ``grp`` say where) or an error (err[0] ≥ 10). The
+    warps run in turn (``wstat[w]`` 0), each until it exits (2) or waits on BAR.SYNC (1); when no
+    warp can run, the barrier releases the waiting ones and the round starts again from warp 0.
+    One call per block: switching warps costs no call (the ~45 array arguments were pushed on every
+    BAR.SYNC and exit, about 6 % of the interpreter's time on the tiled matmul).
 
     Instructions with a specialised form (``fx``, :func:`teg.emu.lower.specialize`) run on their
     branch-free lane loops, the others on the general executors. A uniform branch taken (or not)
@@ -2065,284 +2120,305 @@ def run_warp(w, code, fx, okind, oreg, oval, oflag, regs, pm, lane_pc, lane_st, 
     nrow = cnt[0]
     nadr = cnt[1]
     while True:
-        if grp[w, 1] != 0:     # resume the group a full trace buffer interrupted
-            pc = grp[w, 0]
-            gmask = grp[w, 1]
-            grp[w, 1] = 0
-            others = 0
-            for l in range(32):
-                if lane_st[w, l] == RUN:
-                    others |= 1 << l
-            others &= ~gmask
-        else:
-            pc, gmask, others = _pick(w, lane_pc, lane_st, lane_wait)
-            if gmask < 0:
-                cnt[0] = nrow
-                cnt[1] = nadr
-                if gmask == -1:
-                    _mem_fault(err, E_DEADLOCK, lane_pc[w, 0], w * 32, 0)
-                    return err[0]
-                return ST_BAR if gmask == -2 else ST_OK
-        # ---- run the group straight until a control instruction ----
-        while True:
-            if pc < 0 or pc >= n_ins:
-                cnt[0] = nrow
-                cnt[1] = nadr
-                _mem_fault(err, E_RETURN, pc if pc < n_ins else n_ins - 1, w * 32, pc)
-                return err[0]
-            if nrow >= cap_rows or nadr + 64 > cap_addr:
-                grp[w, 0] = pc
-                grp[w, 1] = gmask
-                cnt[0] = nrow
-                cnt[1] = nadr
-                return ST_FULL
-            form = fx[pc, O.FX_OP]
-            g = pm[w, code[pc, O.C_GUARD]]
-            if code[pc, O.C_GINV]:
-                g = ~g & FULL
-            m = gmask & g
-            r = nrow
-            if record:
-                rows_w[r] = row_warp
-                rows_i[r] = pc
-                rows_m[r] = np.uint32(m)
-                rows_na[r] = 0
-            nrow = r + 1
-            ex = m
-            if code[pc, O.C_UNIFORM]:
-                ex = FULL if g == FULL or (g & gmask) != 0 else 0
-            if form != O.F_GENERAL:
-                if form == O.F_FFMA or form == O.F_FADD or form == O.F_FMUL:
-                    if _f_float(regs, w, fx, pc, ex, tmp, form):
-                        pc += 1
-                        continue
-                elif form == O.F_IADD3:
-                    _f_iadd3(regs, pm, w, fx, pc, ex, tmp)
-                    pc += 1
-                    continue
-                elif form == O.F_LD or form == O.F_ST:
-                    na = _f_mem(regs, w, fx, pc, m, g8, g32, alo, ahi, s8, s32_, l8, l32, local_size, addrs, nadr,
-                                form == O.F_ST)
-                    if na >= 0:
-                        if record:
-                            rows_na[r] = na
-                            nadr += na
-                        pc += 1
-                        continue
-                elif form == O.F_IMAD:
-                    _f_imad(regs, pm, w, fx, pc, ex, tmp)
-                    pc += 1
-                    continue
-                elif form == O.F_MOV or form == O.F_MOV64:
-                    _f_mov(regs, w, fx, pc, ex, tmp, tmp2, form == O.F_MOV64)
-                    pc += 1
-                    continue
-                elif form == O.F_ISETP:
-                    _f_isetp(regs, pm, w, fx, pc, ex)
-                    pc += 1
-                    continue
-                elif form == O.F_LEA or form == O.F_LEAHI:
-                    _f_lea(regs, pm, w, fx, pc, ex, tmp, form == O.F_LEAHI)
-                    pc += 1
-                    continue
-                elif form == O.F_LOP3:
-                    _f_lop3(regs, pm, w, fx, pc, ex, tmp)
-                    pc += 1
-                    continue
-                elif form == O.F_IMADW or form == O.F_IMADWU:
-                    _f_imadw(regs, pm, w, fx, pc, ex, tmp, tmp2, form == O.F_IMADWU)
-                    pc += 1
-                    continue
-                elif form == O.F_SHF:
-                    _f_shf(regs, w, fx, pc, ex, tmp)
-                    pc += 1
-                    continue
-                elif form == O.F_SEL:
-                    _f_sel(regs, pm, w, fx, pc, ex, tmp)
-                    pc += 1
-                    continue
-                elif form == O.F_BRA:
-                    if others == 0 and (m == gmask or m == 0):
-                        pc = code[pc, O.C_TARGET] if m != 0 else pc + 1
-                        continue
-                elif form == O.F_NOP:
-                    pc += 1
-                    continue
-            # ---- the general executors ----
-            op = code[pc, O.C_OP]
-            if op < 0:
-                cnt[0] = nrow - 1      # the instruction is not recorded
-                cnt[1] = nadr
-                _mem_fault(err, E_UNSUPPORTED, pc, w * 32, 0)
-                return err[0]
-            cnt[0] = nrow              # the general executors read and advance the counts there
-            cnt[1] = nadr
-            # operands the control instructions below read (the other operations decode their own)
-            m0 = code[pc, O.C_M]
-            k0, k1 = okind[pc, 0], okind[pc, 1]
-            r0, r1 = oreg[pc, 0], oreg[pc, 1]
-            v1 = oval[pc, 1]
-            nxt = pc + 1
+        for w in range(nw):
+            if wstat[w] != 0:      # exited (2) or waiting on BAR.SYNC (1)
+                continue
+            row_warp = blk * nw + w
+            while True:
+                if grp[w, 1] != 0:     # resume the group a full trace buffer interrupted
+                    pc = grp[w, 0]
+                    gmask = grp[w, 1]
+                    grp[w, 1] = 0
+                    others = 0
+                    for l in range(32):
+                        if lane_st[w, l] == RUN:
+                            others |= 1 << l
+                    others &= ~gmask
+                else:
+                    pc, gmask, others = _pick(w, lane_pc, lane_st, lane_wait)
+                    if gmask < 0:
+                        if gmask == -1:
+                            cnt[0] = nrow
+                            cnt[1] = nadr
+                            _mem_fault(err, E_DEADLOCK, lane_pc[w, 0], w * 32, 0)
+                            return err[0]
+                        wstat[w] = 1 if gmask == -2 else 2      # waits on BAR.SYNC / every lane exited
+                        break
+                # ---- run the group straight until a control instruction ----
+                while True:
+                    if pc < 0 or pc >= n_ins:
+                        cnt[0] = nrow
+                        cnt[1] = nadr
+                        _mem_fault(err, E_RETURN, pc if pc < n_ins else n_ins - 1, w * 32, pc)
+                        return err[0]
+                    if nrow >= cap_rows or nadr + 64 > cap_addr:
+                        grp[w, 0] = pc
+                        grp[w, 1] = gmask
+                        cnt[0] = nrow
+                        cnt[1] = nadr
+                        return ST_FULL
+                    form = fx[pc, O.FX_OP]
+                    g = pm[w, np.uint64(code[pc, O.C_GUARD])]     # unsigned: no wrap-around
+                    if code[pc, O.C_GINV]:
+                        g = ~g & FULL
+                    m = gmask & g
+                    r = nrow
+                    if record:
+                        ur = np.uint64(r)     # a count: unsigned, so numba adds no wrap-around per array
+                        rows_w[ur] = row_warp
+                        rows_i[ur] = pc
+                        rows_m[ur] = np.uint32(m)
+                        rows_na[ur] = 0
+                    nrow = r + 1
+                    ex = m
+                    if code[pc, O.C_UNIFORM]:
+                        ex = FULL if g == FULL or (g & gmask) != 0 else 0
+                    if form != O.F_GENERAL:
+                        if form == O.F_FFMA or form == O.F_FADD or form == O.F_FMUL:
+                            if _f_float(regs, w, fx, pc, ex, tmp, form):
+                                pc += 1
+                                continue
+                        elif form == O.F_IADD3:
+                            _f_iadd3(regs, pm, w, fx, pc, ex, tmp)
+                            pc += 1
+                            continue
+                        elif form == O.F_LD or form == O.F_ST:
+                            na = _f_mem(regs, w, fx, pc, m, g8, g32, alo, ahi, s8, s32_, l8, l32, local_size, addrs, nadr,
+                                        form == O.F_ST)
+                            if na >= 0:
+                                if record:
+                                    rows_na[np.uint64(r)] = na
+                                    nadr += na
+                                pc += 1
+                                continue
+                        elif form == O.F_IMAD:
+                            _f_imad(regs, pm, w, fx, pc, ex, tmp)
+                            pc += 1
+                            continue
+                        elif form == O.F_MOV or form == O.F_MOV64:
+                            _f_mov(regs, w, fx, pc, ex, tmp, tmp2, form == O.F_MOV64)
+                            pc += 1
+                            continue
+                        elif form == O.F_ISETP:
+                            _f_isetp(regs, pm, w, fx, pc, ex)
+                            pc += 1
+                            continue
+                        elif form == O.F_LEA or form == O.F_LEAHI:
+                            _f_lea(regs, pm, w, fx, pc, ex, tmp, form == O.F_LEAHI)
+                            pc += 1
+                            continue
+                        elif form == O.F_LOP3:
+                            _f_lop3(regs, pm, w, fx, pc, ex, tmp)
+                            pc += 1
+                            continue
+                        elif form == O.F_IMADW or form == O.F_IMADWU:
+                            _f_imadw(regs, pm, w, fx, pc, ex, tmp, tmp2, form == O.F_IMADWU)
+                            pc += 1
+                            continue
+                        elif form == O.F_SHF:
+                            _f_shf(regs, w, fx, pc, ex, tmp)
+                            pc += 1
+                            continue
+                        elif form == O.F_SEL:
+                            _f_sel(regs, pm, w, fx, pc, ex, tmp)
+                            pc += 1
+                            continue
+                        elif form == O.F_BRA:
+                            if others == 0 and (m == gmask or m == 0):
+                                pc = code[pc, O.C_TARGET] if m != 0 else pc + 1
+                                continue
+                        elif form == O.F_NOP:
+                            pc += 1
+                            continue
+                    # ---- the general executors ----
+                    op = code[pc, O.C_OP]
+                    if op < 0:
+                        cnt[0] = nrow - 1      # the instruction is not recorded
+                        cnt[1] = nadr
+                        _mem_fault(err, E_UNSUPPORTED, pc, w * 32, 0)
+                        return err[0]
+                    cnt[0] = nrow              # the general executors read and advance the counts there
+                    cnt[1] = nadr
+                    # operands the control instructions below read (the other operations decode their own)
+                    m0 = code[pc, O.C_M]
+                    k0, k1 = okind[pc, 0], okind[pc, 1]
+                    r0, r1 = oreg[pc, 0], oreg[pc, 1]
+                    v1 = oval[pc, 1]
+                    nxt = pc + 1
 
-            if op == O.OP_MOV:
-                _x_mov(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
-            elif op == O.OP_IADD3:
-                _x_iadd3(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
-            elif op == O.OP_VIADD:
-                _x_viadd(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
-            elif op == O.OP_IMAD:
-                _x_imad(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
-            elif op == O.OP_LEA:
-                _x_lea(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
-            elif op == O.OP_LOP3:
-                _x_lop3(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
-            elif op == O.OP_PLOP3:
-                _x_plop3(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
-            elif op == O.OP_SHF:
-                _x_shf(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
-            elif op == O.OP_IMNMX or op == O.OP_VIADDMNMX:
-                _x_imnmx(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
-            elif op == O.OP_POPC or op == O.OP_FLO or op == O.OP_BREV or op == O.OP_IABS:
-                _x_popc(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
-            elif op == O.OP_BMSK or op == O.OP_SGXT:
-                _x_bmsk(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
-            elif op == O.OP_HMMA:
-                _x_hmma(pc, w, code, oreg, regs, su, sf, fs)
-            elif op == O.OP_PRMT:
-                _x_prmt(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
-            elif op == O.OP_SEL or op == O.OP_FSEL:
-                _x_sel(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
-            elif op == O.OP_ISETP or op == O.OP_FSETP or op == O.OP_DSETP:
-                _x_isetp(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf, sq, sd)
-            elif op == O.OP_P2R:
-                _x_p2r(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
-            elif op == O.OP_R2P:
-                _x_r2p(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
-            elif op == O.OP_FADD or op == O.OP_FMUL or op == O.OP_FFMA:
-                _x_fadd(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf, sq, sd)
-            elif op == O.OP_FMNMX:
-                _x_fmnmx(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf)
-            elif op == O.OP_MUFU:
-                _x_mufu(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf, sq, sd)
-            elif op == O.OP_FCHK:
-                _x_fchk(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
-            elif op == O.OP_F2F or op == O.OP_I2F or op == O.OP_F2I or op == O.OP_FRND:
-                _x_f2f(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf, sq, sd)
-            elif op == O.OP_DADD or op == O.OP_DMUL or op == O.OP_DFMA or op == O.OP_DMNMX:
-                _x_dadd(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, sq, sd)
-            elif op == O.OP_HADD2 or op == O.OP_HMUL2 or op == O.OP_HFMA2:
-                _x_hadd2(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf)
-            elif op == O.OP_S2R or op == O.OP_CS2R:
-                _x_s2r(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, block_xyz, cx, cy, cz, cnt)
-            elif op == O.OP_LDC:
-                st = _x_ldc(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, cb32, err)
-                if st != 0:
-                    return st
-            elif op == O.OP_SHFL:
-                _x_shfl(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, tmp, tmp2)
-            elif op == O.OP_VOTE:
-                _x_vote(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
-            elif op == O.OP_REDUX:
-                _x_redux(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
-            elif op == O.OP_R2UR:
-                _x_r2ur(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
-            elif op == O.OP_LD or op == O.OP_ST or op == O.OP_ATOM or op == O.OP_LDGSTS:
-                st = _x_ld(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf, sq, sd, g8, g32, alo, ahi, s8, s32_, l8, l32,
-                           local_size, rows_na, addrs, cnt, err)
-                if st != 0:
-                    return st
-            elif op == O.OP_NOP:
-                pass  # NOP-like opcodes (lower.py _NOPS): no architectural effect
-            elif op == O.OP_BSSY:
-                bar[w, oval[pc, 0] & 15] = m
-            elif op == O.OP_BMOV:
-                # BMOV.32 Bx, R (restore a convergence barrier) / BMOV.32[.CLEAR] R, Bx (save it)
-                if k0 == O.K_BAR:
-                    if m != 0:
-                        bar[w, oval[pc, 0] & 15] = (np.int64(regs[w, r1, _lowest_lane(m)]) if k1 == O.K_REG else v1) & FULL
-                else:
-                    bi = oval[pc, 1] & 15
-                    if r0 != O.RZ_ROW:
-                        for l in range(32):
-                            if (m >> l) & 1:
-                                regs[w, r0, l] = np.uint32(bar[w, bi])
-                    if m0 and m != 0:
-                        bar[w, bi] = 0
-            elif op == O.OP_BREAK:
-                bar[w, oval[pc, 0] & 15] &= ~m & FULL
-            else:
-                # instructions that end the straight run: update lane PCs, then reschedule
-                if op == O.OP_BRA or op == O.OP_CALL:
-                    # taken lanes jump to the target (CALL.REL: the callee), the others fall through
-                    tgt = code[pc, O.C_TARGET]
-                    if op == O.OP_BRA and m0 == 0 and k0 == O.K_PRED:
-                        # BRA.U !UP0, target (sm_100+): the condition is an operand, not a guard
-                        m &= _plane(pm, w, r0, oflag[pc, 0])
-                    if op == O.OP_BRA and m0 == 1:
-                        # BRA.DIV mask: taken by all lanes when some lane of mask is not in the group
-                        alive = 0
-                        for l in range(32):
-                            if lane_st[w, l] != EXITED:
-                                alive |= 1 << l
-                        want = (np.int64(regs[w, r0, 0]) if k0 == O.K_REG else oval[pc, 0]) & FULL
-                        if oflag[pc, 0] & O.F_NOT:
-                            want = ~want & FULL
-                        m = m if (want & alive & ~gmask) != 0 else 0
-                    for l in range(32):
-                        if (gmask >> l) & 1:
-                            lane_pc[w, l] = tgt if (m >> l) & 1 else nxt
-                elif op == O.OP_EXIT:
-                    for l in range(32):
-                        if (gmask >> l) & 1:
-                            if (m >> l) & 1:
-                                lane_st[w, l] = EXITED
-                            else:
-                                lane_pc[w, l] = nxt
-                elif op == O.OP_BSYNC or op == O.OP_WARPSYNC:
-                    if op == O.OP_BSYNC:
-                        need = bar[w, oval[pc, 0] & 15]
-                    elif m0:
-                        need = FULL
+                    if op == O.OP_MOV:
+                        _x_mov(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
+                    elif op == O.OP_IADD3:
+                        _x_iadd3(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
+                    elif op == O.OP_VIADD:
+                        _x_viadd(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
+                    elif op == O.OP_IMAD:
+                        _x_imad(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
+                    elif op == O.OP_LEA:
+                        _x_lea(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
+                    elif op == O.OP_LOP3:
+                        _x_lop3(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
+                    elif op == O.OP_PLOP3:
+                        _x_plop3(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
+                    elif op == O.OP_SHF:
+                        _x_shf(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
+                    elif op == O.OP_IMNMX or op == O.OP_VIADDMNMX:
+                        _x_imnmx(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
+                    elif op == O.OP_POPC or op == O.OP_FLO or op == O.OP_BREV or op == O.OP_IABS:
+                        _x_popc(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
+                    elif op == O.OP_BMSK or op == O.OP_SGXT:
+                        _x_bmsk(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
+                    elif op == O.OP_HMMA:
+                        _x_hmma(pc, w, code, oreg, regs, su, sf, fs)
+                    elif op == O.OP_PRMT:
+                        _x_prmt(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
+                    elif op == O.OP_SEL or op == O.OP_FSEL:
+                        _x_sel(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
+                    elif op == O.OP_ISETP or op == O.OP_FSETP or op == O.OP_DSETP:
+                        _x_isetp(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf, sq, sd)
+                    elif op == O.OP_P2R:
+                        _x_p2r(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
+                    elif op == O.OP_R2P:
+                        _x_r2p(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
+                    elif op == O.OP_FADD or op == O.OP_FMUL or op == O.OP_FFMA:
+                        _x_fadd(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf, sq, sd)
+                    elif op == O.OP_FMNMX:
+                        _x_fmnmx(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf)
+                    elif op == O.OP_MUFU:
+                        _x_mufu(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf, sq, sd)
+                    elif op == O.OP_FCHK:
+                        _x_fchk(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
+                    elif op == O.OP_F2F or op == O.OP_I2F or op == O.OP_F2I or op == O.OP_FRND:
+                        _x_f2f(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf, sq, sd)
+                    elif op == O.OP_DADD or op == O.OP_DMUL or op == O.OP_DFMA or op == O.OP_DMNMX:
+                        _x_dadd(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, sq, sd)
+                    elif op == O.OP_HADD2 or op == O.OP_HMUL2 or op == O.OP_HFMA2:
+                        _x_hadd2(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf)
+                    elif op == O.OP_S2R or op == O.OP_CS2R:
+                        _x_s2r(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, block_xyz, cx, cy, cz, cnt)
+                    elif op == O.OP_LDC:
+                        st = _x_ldc(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, cb32, err)
+                        if st != 0:
+                            return st
+                    elif op == O.OP_SHFL:
+                        _x_shfl(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, tmp, tmp2)
+                    elif op == O.OP_VOTE:
+                        _x_vote(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
+                    elif op == O.OP_REDUX:
+                        _x_redux(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
+                    elif op == O.OP_R2UR:
+                        _x_r2ur(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm)
+                    elif op == O.OP_LD or op == O.OP_ST or op == O.OP_ATOM or op == O.OP_LDGSTS:
+                        st = _x_ld(pc, w, ex, m, code, okind, oreg, oval, oflag, regs, pm, su, sf, sq, sd, g8, g32, alo, ahi, s8, s32_, l8, l32,
+                                   local_size, rows_na, addrs, cnt, err)
+                        if st != 0:
+                            return st
+                    elif op == O.OP_NOP:
+                        pass  # NOP-like opcodes (lower.py _NOPS): no architectural effect
+                    elif op == O.OP_BSSY:
+                        bar[w, oval[pc, 0] & 15] = m
+                    elif op == O.OP_BMOV:
+                        # BMOV.32 Bx, R (restore a convergence barrier) / BMOV.32[.CLEAR] R, Bx (save it)
+                        if k0 == O.K_BAR:
+                            if m != 0:
+                                bar[w, oval[pc, 0] & 15] = (np.int64(regs[w, r1, _lowest_lane(m)]) if k1 == O.K_REG else v1) & FULL
+                        else:
+                            bi = oval[pc, 1] & 15
+                            if r0 != O.RZ_ROW:
+                                for l in range(32):
+                                    if (m >> l) & 1:
+                                        regs[w, r0, l] = np.uint32(bar[w, bi])
+                            if m0 and m != 0:
+                                bar[w, bi] = 0
+                    elif op == O.OP_BREAK:
+                        bar[w, oval[pc, 0] & 15] &= ~m & FULL
                     else:
-                        need = (np.int64(regs[w, r0, _lowest_lane(gmask)]) if k0 == O.K_REG else oval[pc, 0]) & FULL
-                    for l in range(32):
-                        if (gmask >> l) & 1:
-                            lane_pc[w, l] = pc
-                            if (m >> l) & 1 and (need >> l) & 1:
-                                lane_st[w, l] = WAITSYNC
-                                lane_wait[w, l] = need
+                        # instructions that end the straight run: update lane PCs, then reschedule
+                        if op == O.OP_BRA or op == O.OP_CALL:
+                            # taken lanes jump to the target (CALL.REL: the callee), the others fall through
+                            tgt = code[pc, O.C_TARGET]
+                            if op == O.OP_BRA and m0 == 0 and k0 == O.K_PRED:
+                                # BRA.U !UP0, target (sm_100+): the condition is an operand, not a guard
+                                m &= _plane(pm, w, r0, oflag[pc, 0])
+                            if op == O.OP_BRA and m0 == 1:
+                                # BRA.DIV mask: taken by all lanes when some lane of mask is not in the group
+                                alive = 0
+                                for l in range(32):
+                                    if lane_st[w, l] != EXITED:
+                                        alive |= 1 << l
+                                want = (np.int64(regs[w, r0, 0]) if k0 == O.K_REG else oval[pc, 0]) & FULL
+                                if oflag[pc, 0] & O.F_NOT:
+                                    want = ~want & FULL
+                                m = m if (want & alive & ~gmask) != 0 else 0
+                            for l in range(32):
+                                if (gmask >> l) & 1:
+                                    lane_pc[w, l] = tgt if (m >> l) & 1 else nxt
+                        elif op == O.OP_EXIT:
+                            for l in range(32):
+                                if (gmask >> l) & 1:
+                                    if (m >> l) & 1:
+                                        lane_st[w, l] = EXITED
+                                    else:
+                                        lane_pc[w, l] = nxt
+                        elif op == O.OP_BSYNC or op == O.OP_WARPSYNC:
+                            if op == O.OP_BSYNC:
+                                need = bar[w, oval[pc, 0] & 15]
+                            elif m0:
+                                need = FULL
                             else:
-                                lane_pc[w, l] = nxt
-                elif op == O.OP_BAR:
-                    for l in range(32):
-                        if (gmask >> l) & 1:
-                            lane_pc[w, l] = nxt
-                            if (m >> l) & 1:
-                                lane_st[w, l] = WAITBAR
-                elif op == O.OP_RET:
-                    # RET.REL R: the register holds the return byte address; map it to an index
-                    for l in range(32):
-                        if (gmask >> l) & 1:
-                            if (m >> l) & 1:
-                                ra = np.int64(regs[w, r0, l])
-                                idx = -1
-                                for j in range(ins_addr.shape[0]):
-                                    if ins_addr[j] == ra:
-                                        idx = j
-                                        break
-                                if idx < 0:
-                                    _mem_fault(err, E_RETURN, pc, w * 32 + l, ra)
-                                    return err[0]
-                                lane_pc[w, l] = idx
-                            else:
-                                lane_pc[w, l] = nxt
-                else:
-                    _mem_fault(err, E_UNSUPPORTED, pc, w * 32, 0)
-                    return err[0]
-                break
-            nrow = cnt[0]
-            nadr = cnt[1]
-            pc = nxt
+                                need = (np.int64(regs[w, r0, _lowest_lane(gmask)]) if k0 == O.K_REG else oval[pc, 0]) & FULL
+                            for l in range(32):
+                                if (gmask >> l) & 1:
+                                    lane_pc[w, l] = pc
+                                    if (m >> l) & 1 and (need >> l) & 1:
+                                        lane_st[w, l] = WAITSYNC
+                                        lane_wait[w, l] = need
+                                    else:
+                                        lane_pc[w, l] = nxt
+                        elif op == O.OP_BAR:
+                            for l in range(32):
+                                if (gmask >> l) & 1:
+                                    lane_pc[w, l] = nxt
+                                    if (m >> l) & 1:
+                                        lane_st[w, l] = WAITBAR
+                        elif op == O.OP_RET:
+                            # RET.REL R: the register holds the return byte address; map it to an index
+                            for l in range(32):
+                                if (gmask >> l) & 1:
+                                    if (m >> l) & 1:
+                                        ra = np.int64(regs[w, r0, l])
+                                        idx = -1
+                                        for j in range(ins_addr.shape[0]):
+                                            if ins_addr[j] == ra:
+                                                idx = j
+                                                break
+                                        if idx < 0:
+                                            _mem_fault(err, E_RETURN, pc, w * 32 + l, ra)
+                                            return err[0]
+                                        lane_pc[w, l] = idx
+                                    else:
+                                        lane_pc[w, l] = nxt
+                        else:
+                            _mem_fault(err, E_UNSUPPORTED, pc, w * 32, 0)
+                            return err[0]
+                        break
+                    nrow = cnt[0]
+                    nadr = cnt[1]
+                    pc = nxt
+        waiting = False
+        for w in range(nw):
+            if wstat[w] == 1:
+                waiting = True
+        if not waiting:
+            cnt[0] = nrow
+            cnt[1] = nadr
+            return ST_OK
+        for w in range(nw):     # every live thread reached BAR.SYNC: release the barrier
+            if wstat[w] == 1:
+                wstat[w] = 0
+                for l in range(32):
+                    if lane_st[w, l] == WAITBAR:
+                        lane_st[w, l] = RUN
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -2357,8 +2433,8 @@ def run_blocks(code, fx, okind, oreg, oval, oflag, ins_addr, grid_xyz, block_xyz
 
     Scratch comes from the caller (``su``/``sf`` one uint32 and its float32 view, ``sq``/``sd``
     one int64 and its float64 view, ``tmp``/``tmp2`` 32 int64, ``fs`` 512 float64), so that this
-    loop, like :func:`run_warp`, is compiled without numba's reference counting (``_nrt=False``):
-    each call of ``run_warp`` would otherwise count a reference to each of its ~35 arrays."""
+    loop, like :func:`run_warps`, is compiled without numba's reference counting (``_nrt=False``):
+    each call of ``run_warps`` would otherwise count a reference to each of its ~35 arrays."""
     nthreads = block_xyz[0] * block_xyz[1] * block_xyz[2]
     nw = (nthreads + 31) // 32
     while sched[0] < nblocks:
@@ -2380,29 +2456,12 @@ def run_blocks(code, fx, okind, oreg, oval, oflag, ins_addr, grid_xyz, block_xyz
             for i in range(s8.shape[0]):
                 s8[i] = 0
             sched[1] = 1
-        while True:
-            for w in range(nw):
-                if wstat[w] != 0:
-                    continue
-                st = run_warp(w, code, fx, okind, oreg, oval, oflag, regs, pm, lane_pc, lane_st, lane_wait, bar,
-                              grp, ins_addr, block_xyz, grid_xyz, blk, nthreads, g8, g32, alo, ahi, s8, s32_,
-                              l8, l32, local_size, cb32, rows_w, rows_i, rows_m, rows_na, addrs, cnt, err,
-                              su, sf, sq, sd, blk * nw + w, tmp, tmp2, fs, record)
-                if st == ST_FULL or st >= 10:
-                    return st
-                wstat[w] = 2 if st == ST_OK else 1
-            waiting = False
-            for w in range(nw):
-                if wstat[w] == 1:
-                    waiting = True
-            if not waiting:
-                break
-            for w in range(nw):     # every live thread reached BAR.SYNC: release the barrier
-                if wstat[w] == 1:
-                    wstat[w] = 0
-                    for l in range(32):
-                        if lane_st[w, l] == WAITBAR:
-                            lane_st[w, l] = RUN
+        st = run_warps(code, fx, okind, oreg, oval, oflag, regs, pm, lane_pc, lane_st, lane_wait, bar, grp, wstat,
+                       ins_addr, block_xyz, grid_xyz, blk, nthreads, nw, g8, g32, alo, ahi, s8, s32_, l8, l32,
+                       local_size, cb32, rows_w, rows_i, rows_m, rows_na, addrs, cnt, err, su, sf, sq, sd, tmp, tmp2,
+                       fs, record)
+        if st != ST_OK:
+            return st
         sched[0] = blk + 1
         sched[1] = 0
     return ST_OK
