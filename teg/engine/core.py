@@ -68,7 +68,7 @@ from teg.engine.records import NTL, NTX, PC_STALL, REC_PCS, record_issue
 from teg.engine.schedulers import (charge, earliest_copy, launch_blocks, ready_of, release, replay_next, sm_wake,
                                    waited_on)
 from teg.engine.scoreboard import compute_tdep, write_results
-from teg.engine.state import (NUM_POS, POS_FINISHED, POS_RP_G, POS_RP_PTR, POS_RP_SLOT, POS_SPSM, POS_STARTED, SCF_FREE,
+from teg.engine.state import (aligned, NUM_POS, POS_FINISHED, POS_RP_G, POS_RP_PTR, POS_RP_SLOT, POS_SPSM, POS_STARTED, SCF_FREE,
                               SCF_NEXT, SCF_SPLIT, SCI_C1, SCI_C2, SCI_GREEDY, SCI_RR, SLF_BAR, SLF_SAME, SLF_SINCE,
                               SLF_SPLIT, SLI_AGE, SLI_BLOCK, SLI_C1, SLI_C2, SLI_CTX, SLI_END, SLI_G, SLI_GMEM,
                               SLI_K, SLI_ROW, SLI_SAMEC, SLI_SIDX, SLI_UOFF, SLI_YIELD, State, fixed_widths,
@@ -119,12 +119,15 @@ def new_state(static, rows, grid, sc, out, replay):
     pos[POS_RP_SLOT] = -1
     pos[POS_RP_G] = -1
     pos[POS_SPSM] = spsm
-    return State(new_warps(n_sms, spsm, S, nreg, has_async), new_scheds(G, L),
+    # the largest value the integer slot table may hold (rows, contexts, blocks, unit rows, instructions)
+    largest = max(rows.r_sidx.shape[0], grid.c_start.shape[0], grid.b_ctx_start.shape[0], G * U, static.u_occ.shape[0],
+                  sx.shape[0])
+    return State(new_warps(n_sms, spsm, S, nreg, has_async, largest), new_scheds(G, L),
                  Static(sx, sf, has_bar, sc.dependencies, has_async, S, U),
                  new_fetch(static.s_iline, static.s_cline, n_sms, sc),
                  new_launch(n_sms, grid.c_start.shape[0], grid.b_ctx_start, grid.sm_blocks_start, out.sm_end),
                  new_memory(mc, n_sms, rows.tx_chan, grid.sm_part),
-                 np.zeros((n_sms * S * U, maxc), np.float64),       # unit copies' free times, a row per (group, unit)
+                 aligned((n_sms * S * U, maxc), np.float64),       # unit copies' free times, a row per (group, unit)
                  np.full(2 * pow2_at_least(n_sms), INF, np.float64),  # min-tree over the SMs' wake-ups
                  new_tally(n_sms), index_maps(n_sms, S, mc.spp),
                  row_contexts(grid.c_start, grid.c_end, rows.r_sidx.shape[0] if replay else 0),
