@@ -68,15 +68,15 @@ from teg.engine.records import NTL, NTX, PC_STALL, REC_PCS, record_issue
 from teg.engine.schedulers import (charge, earliest_copy, launch_blocks, ready_of, release, replay_next, sm_wake,
                                    waited_on)
 from teg.engine.scoreboard import compute_tdep, write_results
-from teg.engine.state import (aligned, NUM_POS, POS_FINISHED, POS_RP_G, POS_RP_PTR, POS_RP_SLOT, POS_SPSM, POS_STARTED, SCF_FREE,
+from teg.engine.state import (NUM_POS, POS_FINISHED, POS_RP_G, POS_RP_PTR, POS_RP_SLOT, POS_SPSM, POS_STARTED, SCF_FREE,
                               SCF_NEXT, SCF_SPLIT, SCI_C1, SCI_C2, SCI_GREEDY, SCI_RR, SLF_BAR, SLF_SAME, SLF_SINCE,
                               SLF_SPLIT, SLI_AGE, SLI_BLOCK, SLI_C1, SLI_C2, SLI_CTX, SLI_END, SLI_G, SLI_GMEM,
-                              SLI_K, SLI_ROW, SLI_SAMEC, SLI_SIDX, SLI_UOFF, SLI_YIELD, State, fixed_widths,
+                              SLI_K, SLI_ROW, SLI_SAMEC, SLI_SIDX, SLI_UOFF, SLI_YIELD, State, aligned, fixed_widths,
                               index_maps, new_launch,
                               new_scheds, new_tally, new_warps, row_contexts, slots_per_sm)
 from teg.engine.static import (FW, SF_FREE, SF_LAT, SF_MEMLAT, SF_OCC, SF_RBAR, SF_SAME, X_BAR, X_CC, X_DEPCAUSE,
                                X_DST, X_FAST, X_GMEM, X_MEM, X_NWAW, X_SRC, X_STORE, X_YIELD, XW, Static, kernel_uses,
-                               pack_static, table_sizes)
+                               pack_static, register_map, table_sizes)
 from teg import jit
 from teg.jit import njit, stamp_sources
 from teg.memory import cache as cache_model, channels
@@ -111,7 +111,8 @@ def new_state(static, rows, grid, sc, out, replay):
     scoreboards at every run; and the loop is compiled once, in :func:`simulate`."""
     n_sms = sc.sms
     S = sc.schedulers
-    sx, sf, has_bar, has_async, spsm, maxc, nreg, mc = pack_tables(static, rows, grid, sc)
+    rmap, nreg = register_map(static.s_dst, static.s_src)
+    sx, sf, has_bar, has_async, spsm, maxc, mc = pack_tables(static, rows, grid, sc, rmap)
     G = n_sms * S
     L = (spsm + S - 1) // S
     U = static.u_occ.shape[0]
@@ -136,23 +137,24 @@ def new_state(static, rows, grid, sc, out, replay):
 
 
 @njit(cache=True, error_model="numpy")
-def pack_tables(static, rows, grid, sc):
+def pack_tables(static, rows, grid, sc, rmap):
     """The run's packed static tables (:func:`teg.engine.static.pack_static`, folded with its
-    switches), whether the kernel has a waiting BAR and cp.async / DEPBAR, the warp slots per SM
-    (:func:`teg.engine.state.slots_per_sm`), the unit table's and the scoreboard's widths, and the
-    memory system's configuration (:func:`teg.engine.memsys.mem_config`): what :func:`new_state`
+    switches, the registers named by their scoreboard rows ``rmap``:
+    :func:`teg.engine.static.register_map`), whether the kernel has a waiting BAR and cp.async /
+    DEPBAR, the warp slots per SM (:func:`teg.engine.state.slots_per_sm`), the unit table's width,
+    and the memory system's configuration (:func:`teg.engine.memsys.mem_config`): what :func:`new_state`
     needs from jitted code (the loop's other entry, so that the loop itself is compiled once, in
     :func:`simulate`)."""
     spsm = slots_per_sm(sc, grid.b_ctx_start, grid.sm_blocks_start)
-    maxc, nreg = table_sizes(static)
+    maxc = table_sizes(static)
     mc = mem_config(sc)
     issue_interval = sc.issue_interval
     sx, sf = pack_static(static, fetch_checks(static.s_iline, rows.r_sidx, grid.c_start, grid.c_end,
-                                              sc.instruction_fetch),
+                                              sc.instruction_fetch), rmap,
                          sc.depmodel, mc.pipe_limited, issue_interval <= 1.0, issue_interval, sc.same_warp_penalty,
                          sc.barriers, sc.rbar_latency, mc.store_cps > 0.0)
     has_bar, has_async = kernel_uses(static, sc.barriers)
-    return sx, sf, has_bar, has_async, spsm, maxc, nreg, mc
+    return sx, sf, has_bar, has_async, spsm, maxc, mc
 
 
 @njit(cache=True, error_model="numpy")

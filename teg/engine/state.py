@@ -40,7 +40,7 @@ SCF_FREE, SCF_NEXT, SCF_SPLIT = range(3)
 NUM_SCF = 3
 SCI_C1, SCI_C2, SCI_RR, SCI_GREEDY = range(4)
 NUM_SCI = 4
-# Scoreboard ``rs[slot, i, RS_*]`` for register i, and ``bs[slot, b, RS_*]`` for dependency barrier b:
+# Scoreboard ``rs[slot, i, RS_*]`` for register row i (teg.engine.static.register_map), and ``bs[slot, b, RS_*]`` for dependency barrier b:
 # ready time and split time; ``rsc``/``bsc`` (same indexes, ``RC_*``) the two causes a consumer
 # waiting on it is charged (integers kept apart: a float-to-int conversion in the loop is a call).
 RS_T, RS_B = range(2)
@@ -109,9 +109,16 @@ def aligned(shape, dtype, fill=0):
 
 
 def padded(n, itemsize):
-    """``n`` rounded up so that ``n`` items of ``itemsize`` bytes are whole host cache lines."""
+    """``n`` rounded up so that a row of ``n`` items of ``itemsize`` bytes is whole host cache
+    lines, an odd number of them when more than one: rows a power-of-two number of lines apart
+    would put the same line of every slot's row into a fraction of the host cache's sets (each
+    set takes the lines whose index agrees in the low bits), so that a whole GPU's hot scoreboard
+    lines would compete for a quarter of the cache while the rest idles."""
     per = max(1, LINE // itemsize)
-    return -(-n // per) * per
+    lines = -(-n // per)
+    if lines > 1 and lines % 2 == 0:
+        lines += 1
+    return max(lines, 1) * per
 
 
 @hot
