@@ -24,6 +24,14 @@ pages the trace in). About a minute at the default size on the shared
 2-core machine; ``--rows 2000000`` for a quick look.
 
     python benchmarks/engine_speed.py --whole-gpu [--rows 10000000] [--blocks-per-sm 8] [--machine sm_90] [--repeat 3]
+
+``--both`` compares the two in one process: the same loop body, ``--rows`` warp instructions on
+64 warps of one SM and (rounded up to a whole number per warp) on the whole GPU as above, both
+built in memory and lowered first, then their engine runs alternated (one SM, whole GPU, one SM
+…, ``--repeat`` each), so that the machine's drift hits both alike; it prints each one's rates
+(best and median, CPU and wall) and the whole GPU's median time per instruction over one SM's.
+
+    python benchmarks/engine_speed.py --both [--rows 2000000] [--blocks-per-sm 8] [--machine sm_90] [--repeat 5]
 """
 
 from __future__ import annotations
@@ -128,7 +136,12 @@ def main() -> None:
     ap.add_argument("--whole-gpu", action="store_true",
                     help="a full-GPU grid on every SM of the machine (load, lowering and engine timed apart)")
     ap.add_argument("--blocks-per-sm", type=int, default=8, help="--whole-gpu: blocks of 8 warps per SM in the grid")
+    ap.add_argument("--both", action="store_true",
+                    help="one SM and the whole GPU in one process, their engine runs alternated")
     args = ap.parse_args()
+    if args.both:
+        both(args)
+        return
     if args.whole_gpu:
         whole_gpu(args)
         return
@@ -228,6 +241,47 @@ def whole_gpu(args) -> None:
           f"simulated warp instructions per CPU second (best {n / min(walls) / 1e6:.2f} per wall second); "
           f"end to end (load + lowering + best engine run, wall) {n / e2e / 1e6:.2f} million per second")
     print(f"peak RSS (load, lowering, engine; the trace is built in a child process): {peak:.0f} MiB")
+
+
+def both(args) -> None:
+    """The ``--both`` case (see the module docstring)."""
+    from teg.engine import Options, lower, run
+    from teg.machine import load
+
+    machine = load(args.machine)
+    sms = machine.num_sms
+    body = ALU_BODY if args.alu_only else BODY
+    warps = sms * args.blocks_per_sm * 8
+    cases = {}
+    t0 = time.perf_counter()
+    kt, _ = synthetic_trace(args.rows, 64, body)
+    cases["one SM"] = lower(None, kt, machine, Options(warps=64))
+    kt, _ = synthetic_trace(-(-args.rows // warps) * warps, warps, body)
+    cases["whole GPU"] = lower(None, kt, machine, Options(sms=sms))
+    del kt
+    t_prep = time.perf_counter() - t0
+    for inp in cases.values():        # JIT compile/load, and the first touch of the inputs
+        run(inp)
+    walls = {k: [] for k in cases}
+    cpus = {k: [] for k in cases}
+    n = {}
+    for _ in range(max(1, args.repeat)):
+        for name, inp in cases.items():
+            t0, c0 = time.perf_counter(), time.process_time()
+            res = run(inp)
+            walls[name].append(time.perf_counter() - t0)
+            cpus[name].append(time.process_time() - c0)
+            n[name] = res.instructions
+    print(f"one SM: 64 warps, {n['one SM']:,} warp instructions; whole GPU: {machine.name}, {sms} SMs, "
+          f"{warps:,} warps, {n['whole GPU']:,} warp instructions (built and lowered in {t_prep:.1f} s); "
+          f"engine runs alternated, {len(walls['one SM'])} each")
+    per = {}
+    for name in cases:
+        per[name] = float(np.median(walls[name])) / n[name]
+        print(f"{name:>9}: best {n[name] / min(cpus[name]) / 1e6:.2f}, median {n[name] / float(np.median(cpus[name])) / 1e6:.2f} "
+              f"M warp instructions per CPU second; best {n[name] / min(walls[name]) / 1e6:.2f}, median "
+              f"{1 / per[name] / 1e6:.2f} per wall second")
+    print(f"whole GPU / one SM, median wall time per warp instruction: {per['whole GPU'] / per['one SM']:.2f}")
 
 
 if __name__ == "__main__":

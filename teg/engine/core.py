@@ -71,12 +71,12 @@ from teg.engine.scoreboard import compute_tdep, write_results
 from teg.engine.state import (NUM_POS, POS_FINISHED, POS_RP_G, POS_RP_PTR, POS_RP_SLOT, POS_SPSM, POS_STARTED, SCF_FREE,
                               SCF_NEXT, SCF_SPLIT, SCI_C1, SCI_C2, SCI_GREEDY, SCI_RR, SLF_BAR, SLF_SAME, SLF_SINCE,
                               SLF_SPLIT, SLI_AGE, SLI_BLOCK, SLI_C1, SLI_C2, SLI_CTX, SLI_END, SLI_G, SLI_GMEM,
-                              SLI_K, SLI_ROW, SLI_SAMEC, SLI_SIDX, SLI_UOFF, SLI_YIELD, State, fixed_widths,
+                              SLI_K, SLI_ROW, SLI_SAMEC, SLI_SIDX, SLI_UOFF, SLI_YIELD, State, aligned, fixed_widths,
                               index_maps, new_launch,
                               new_scheds, new_tally, new_warps, row_contexts, slots_per_sm)
 from teg.engine.static import (FW, SF_FREE, SF_LAT, SF_MEMLAT, SF_OCC, SF_RBAR, SF_SAME, X_BAR, X_CC, X_DEPCAUSE,
                                X_DST, X_FAST, X_GMEM, X_MEM, X_NWAW, X_SRC, X_STORE, X_YIELD, XW, Static, kernel_uses,
-                               pack_static, table_sizes)
+                               pack_static, register_map, table_sizes)
 from teg import jit
 from teg.jit import njit, stamp_sources
 from teg.memory import cache as cache_model, channels
@@ -111,7 +111,8 @@ def new_state(static, rows, grid, sc, out, replay):
     scoreboards at every run; and the loop is compiled once, in :func:`simulate`."""
     n_sms = sc.sms
     S = sc.schedulers
-    sx, sf, has_bar, has_async, spsm, maxc, nreg, mc = pack_tables(static, rows, grid, sc)
+    rmap, nreg = register_map(static.s_dst, static.s_src)
+    sx, sf, has_bar, has_async, spsm, maxc, mc = pack_tables(static, rows, grid, sc, rmap)
     G = n_sms * S
     L = (spsm + S - 1) // S
     U = static.u_occ.shape[0]
@@ -119,12 +120,15 @@ def new_state(static, rows, grid, sc, out, replay):
     pos[POS_RP_SLOT] = -1
     pos[POS_RP_G] = -1
     pos[POS_SPSM] = spsm
-    return State(new_warps(n_sms, spsm, S, nreg, has_async), new_scheds(G, L),
+    # the largest value the integer slot table may hold (rows, contexts, blocks, unit rows, instructions)
+    largest = max(rows.r_sidx.shape[0], grid.c_start.shape[0], grid.b_ctx_start.shape[0], G * U, static.u_occ.shape[0],
+                  sx.shape[0])
+    return State(new_warps(n_sms, spsm, S, nreg, has_async, largest), new_scheds(G, L),
                  Static(sx, sf, has_bar, sc.dependencies, has_async, S, U),
                  new_fetch(static.s_iline, static.s_cline, n_sms, sc),
                  new_launch(n_sms, grid.c_start.shape[0], grid.b_ctx_start, grid.sm_blocks_start, out.sm_end),
                  new_memory(mc, n_sms, rows.tx_chan, grid.sm_part),
-                 np.zeros((n_sms * S * U, maxc), np.float64),       # unit copies' free times, a row per (group, unit)
+                 aligned((n_sms * S * U, maxc), np.float64),       # unit copies' free times, a row per (group, unit)
                  np.full(2 * pow2_at_least(n_sms), INF, np.float64),  # min-tree over the SMs' wake-ups
                  new_tally(n_sms), index_maps(n_sms, S, mc.spp),
                  row_contexts(grid.c_start, grid.c_end, rows.r_sidx.shape[0] if replay else 0),
@@ -133,23 +137,24 @@ def new_state(static, rows, grid, sc, out, replay):
 
 
 @njit(cache=True, error_model="numpy")
-def pack_tables(static, rows, grid, sc):
+def pack_tables(static, rows, grid, sc, rmap):
     """The run's packed static tables (:func:`teg.engine.static.pack_static`, folded with its
-    switches), whether the kernel has a waiting BAR and cp.async / DEPBAR, the warp slots per SM
-    (:func:`teg.engine.state.slots_per_sm`), the unit table's and the scoreboard's widths, and the
-    memory system's configuration (:func:`teg.engine.memsys.mem_config`): what :func:`new_state`
+    switches, the registers named by their scoreboard rows ``rmap``:
+    :func:`teg.engine.static.register_map`), whether the kernel has a waiting BAR and cp.async /
+    DEPBAR, the warp slots per SM (:func:`teg.engine.state.slots_per_sm`), the unit table's width,
+    and the memory system's configuration (:func:`teg.engine.memsys.mem_config`): what :func:`new_state`
     needs from jitted code (the loop's other entry, so that the loop itself is compiled once, in
     :func:`simulate`)."""
     spsm = slots_per_sm(sc, grid.b_ctx_start, grid.sm_blocks_start)
-    maxc, nreg = table_sizes(static)
+    maxc = table_sizes(static)
     mc = mem_config(sc)
     issue_interval = sc.issue_interval
     sx, sf = pack_static(static, fetch_checks(static.s_iline, rows.r_sidx, grid.c_start, grid.c_end,
-                                              sc.instruction_fetch),
+                                              sc.instruction_fetch), rmap,
                          sc.depmodel, mc.pipe_limited, issue_interval <= 1.0, issue_interval, sc.same_warp_penalty,
                          sc.barriers, sc.rbar_latency, mc.store_cps > 0.0)
     has_bar, has_async = kernel_uses(static, sc.barriers)
-    return sx, sf, has_bar, has_async, spsm, maxc, nreg, mc
+    return sx, sf, has_bar, has_async, spsm, maxc, mc
 
 
 @njit(cache=True, error_model="numpy")

@@ -15,6 +15,7 @@ import numpy as np
 from teg.engine.codes import (C_CHW, C_DRAM, C_DRAM_B, C_G_ACC, C_L1H, C_L1M, C_L2H, C_L2M, C_TX, CACHE_MISS,
                               CHANNEL_QUEUE, L2_QUEUE, MEM_PIPE, TLB_MISS)
 from teg.engine.jitlib import cold, heap_replace_top, helper, hot, max2, min2, nonneg, prefetch
+from teg.engine.state import aligned
 from teg.engine.records import REC_ROWS, TX_CHAN, TX_SLICE, record_level
 from teg.memory.cache import _log2, cache_access_dirty, cache_access_timed, cache_shape
 from teg.memory.channels import balance_scale
@@ -112,7 +113,7 @@ def mem_config(sc):
 def _empty_caches(caches, shape):
     """:func:`teg.memory.cache.cache_new`'s empty state, allocated by numpy: its zeros are
     untouched pages until the loop first uses a set (a whole GPU's L1s and L2 are megabytes)."""
-    return np.zeros((caches * shape[0], shape[1]), np.int64)
+    return aligned((caches * shape[0], shape[1]), np.int64)
 
 
 def new_memory(mc, n_sms, tx_chan, sm_part_in):
@@ -140,20 +141,20 @@ def new_memory(mc, n_sms, tx_chan, sm_part_in):
     chan_wbuf = np.zeros(channels, np.float64)
     l1_state = _empty_caches(n_sms, mc.l1_shape)
     # per way, the cycle its line's data is there (a hit on a line still being filled waits for it)
-    l1_ready = np.zeros(l1_state.shape, np.float64)
+    l1_ready = aligned(l1_state.shape, np.float64)
     # L2: one cache per partition (its geometry is one partition's); each SM has a near partition
     # (``sm_part_in``, from the lowering), each address a home partition (interleave part_bytes)
     l2_state = _empty_caches(n_parts, mc.l2_shape)
-    l2_ready = np.zeros(l2_state.shape, np.float64)
+    l2_ready = aligned(l2_state.shape, np.float64)
     # per way, the sectors written since the line came in (the L2 is write-back: docs/model.md §3)
-    l2_dirty = np.zeros(l2_state.shape, np.int64)
+    l2_dirty = aligned(l2_state.shape, np.int64)
     sm_part = sm_part_in.astype(np.int64)
     slice_free = np.zeros(max(mc.n_slices, 1), np.float64)
     # address translation: an L1 TLB per SM and one L2 TLB, cold (empty stand-ins when not modelled)
     tlb1_state = _empty_caches(n_sms if mc.tlb.present else 1, mc.tlb.l1_shape)
-    tlb1_ready = np.zeros(tlb1_state.shape, np.float64)
+    tlb1_ready = aligned(tlb1_state.shape, np.float64)
     tlb2_state = _empty_caches(1, mc.tlb.l2_shape)
-    tlb2_ready = np.zeros(tlb2_state.shape, np.float64)
+    tlb2_ready = aligned(tlb2_state.shape, np.float64)
     wport = np.zeros(n_pipes, np.float64)
     rc = mc.dram.rows
     open_row = np.full((channels, rc.banks if rc.has else 1), -1, np.int64)

@@ -40,7 +40,7 @@ SCF_FREE, SCF_NEXT, SCF_SPLIT = range(3)
 NUM_SCF = 3
 SCI_C1, SCI_C2, SCI_RR, SCI_GREEDY = range(4)
 NUM_SCI = 4
-# Scoreboard ``rs[slot, i, RS_*]`` for register i, and ``bs[slot, b, RS_*]`` for dependency barrier b:
+# Scoreboard ``rs[slot, i, RS_*]`` for register row i (teg.engine.static.register_map), and ``bs[slot, b, RS_*]`` for dependency barrier b:
 # ready time and split time; ``rsc``/``bsc`` (same indexes, ``RC_*``) the two causes a consumer
 # waiting on it is charged (integers kept apart: a float-to-int conversion in the loop is a call).
 RS_T, RS_B = range(2)
@@ -88,6 +88,39 @@ POS_FINISHED, POS_RP_PTR, POS_RP_SLOT, POS_RP_G, POS_SPSM, POS_STARTED = range(6
 NUM_POS = 6
 
 
+LINE = 64          # bytes in a host cache line
+
+
+def aligned(shape, dtype, fill=0):
+    """``np.full(shape, fill, dtype)`` whose data start on a host cache-line boundary (numpy's
+    large arrays start 16 bytes past one: calloc's header on an mmapped chunk). A table with rows
+    of whole lines (a warp slot's, a scheduler's, a cache set's) then has every row in as few lines
+    as it can: the whole GPU reads each warp's rows after every other SM's, by when they have left
+    the host's caches, so each line a row straddles is one more miss. Zero-filled tables keep
+    calloc's untouched pages."""
+    dtype = np.dtype(dtype)
+    n = int(np.prod(shape, dtype=np.int64)) if len(shape) else 1
+    buf = np.zeros(n * dtype.itemsize + LINE, np.uint8)
+    off = (-buf.ctypes.data) % LINE
+    a = buf[off:off + n * dtype.itemsize].view(dtype).reshape(shape)
+    if fill != 0:
+        a.fill(fill)
+    return a
+
+
+def padded(n, itemsize):
+    """``n`` rounded up so that a row of ``n`` items of ``itemsize`` bytes is whole host cache
+    lines, an odd number of them when more than one: rows a power-of-two number of lines apart
+    would put the same line of every slot's row into a fraction of the host cache's sets (each
+    set takes the lines whose index agrees in the low bits), so that a whole GPU's hot scoreboard
+    lines would compete for a quarter of the cache while the rest idles."""
+    per = max(1, LINE // itemsize)
+    lines = -(-n // per)
+    if lines > 1 and lines % 2 == 0:
+        lines += 1
+    return max(lines, 1) * per
+
+
 @hot
 def fixed_widths(sim):
     """Tell LLVM the constant widths of the state's tables (:func:`teg.engine.jitlib.fixed_dim`)."""
@@ -112,14 +145,23 @@ def fixed_widths(sim):
     fixed_dim(sim.tally.sm_kc, 1, 2)
 
 
-def new_warps(n_sms, spsm, S, nreg, has_async):
+def sli_dtype(largest):
+    """The integer slot table's type: int32 when every value it may hold (rows, warp contexts,
+    blocks, launch order, unit rows, static instructions: all below ``largest``) fits, so that a
+    slot's 16 integers are one host cache line (the loop reads most of them at every issue and
+    scan); int64 otherwise (a launch of 2**31 rows or more: the same loop, compiled for it)."""
+    return np.int32 if largest < 2**31 - 1 else np.int64
+
+
+def new_warps(n_sms, spsm, S, nreg, has_async, largest):
     """The warp-slot tables (:class:`Warps`), every slot free, with its fixed SM / scheduler /
-    list-position maps (so the hot loop needs no integer division). Built by numpy, outside the
-    jitted code: its zeros are untouched pages until the loop first writes a slot's rows."""
+    list-position maps (so the hot loop needs no integer division); the integers in
+    :func:`sli_dtype` of ``largest``. Built by numpy, outside the jitted code: its zeros are
+    untouched pages until the loop first writes a slot's rows."""
     n_slots = n_sms * spsm
     # one float and one int table, a row per slot
-    slf = np.zeros((n_slots, NUM_SLF), np.float64)
-    sli = np.zeros((n_slots, NUM_SLI), np.int64)
+    slf = aligned((n_slots, NUM_SLF), np.float64)
+    sli = aligned((n_slots, NUM_SLI), sli_dtype(largest))
     sli[:, SLI_CTX] = -1
     sli[:, SLI_YIELD] = 1
     sli[:, SLI_UCNT] = 1
@@ -128,37 +170,38 @@ def new_warps(n_sms, spsm, S, nreg, has_async):
     sli[:, SLI_G] = sli[:, SLI_SM] * S + (slot % spsm) % S
     sli[:, SLI_K] = (slot % spsm) // S
     # scoreboard: registers and dependency barriers (see RS_*); the causes in one byte each
-    rs = np.zeros((n_slots, nreg, 2), np.float64)
-    bs = np.zeros((n_slots, NSB, 2), np.float64)
-    rsc = np.zeros((n_slots, nreg, 2), CAUSE_DTYPE)
-    bsc = np.zeros((n_slots, NSB, 2), CAUSE_DTYPE)
+    # (each slot's registers whole lines: a slot's row starts a line)
+    rs = aligned((n_slots, padded(nreg, 16), 2), np.float64)
+    bs = aligned((n_slots, NSB, 2), np.float64)
+    rsc = aligned((n_slots, padded(nreg, 2), 2), CAUSE_DTYPE)
+    bsc = aligned((n_slots, NSB, 2), CAUSE_DTYPE)
     # counted barriers: ``bq[slot, b, e, RS_*]`` / ``bqc`` (as bs/bsc) a ring of barrier b's last
     # NQ results, ``bqn[slot, b]`` its results so far; at b = NSB, e = 0 the slot's open cp.async
     # group (its latest copy result so far). The ring is read and written only when has_async
     # (bar_write's ``ring``): one entry otherwise (e = 0 still holds the open group, reset at launch)
-    bq = np.zeros((n_slots, NSB + 1, NQ if has_async else 1, 2), np.float64)
-    bqc = np.zeros((n_slots, NSB + 1, NQ if has_async else 1, 2), CAUSE_DTYPE)
-    bqn = np.zeros((n_slots, NSB), np.int64)
-    return Warps(sli, slf, np.zeros(n_slots, np.float64), rs, rsc, bs, bsc, bq, bqc, bqn)
+    bq = aligned((n_slots, NSB + 1, NQ if has_async else 1, 2), np.float64)
+    bqc = aligned((n_slots, NSB + 1, NQ if has_async else 1, 2), CAUSE_DTYPE)
+    bqn = aligned((n_slots, NSB), np.int64)
+    return Warps(sli, slf, aligned((n_slots,), np.float64), rs, rsc, bs, bsc, bq, bqc, bqn)
 
 
 def new_scheds(G, L):
     """The scheduler tables (:class:`Scheds`): nothing to wake for, no warps."""
-    scf = np.zeros((G, NUM_SCF), np.float64)
-    sci = np.zeros((G, NUM_SCI), np.int64)
+    scf = aligned((G, NUM_SCF), np.float64)
+    sci = aligned((G, NUM_SCI), np.int64)
     scf[:, SCF_NEXT] = INF
     scf[:, SCF_SPLIT] = INF
     sci[:, SCI_C1] = NO_WARP
     sci[:, SCI_C2] = NO_WARP
     sci[:, SCI_RR] = L - 1
     sci[:, SCI_GREEDY] = -1
-    sch_list = np.full((G, L), -1, np.int64)   # each scheduler's warp slots, oldest first (GTO order)
+    sch_list = aligned((G, L), np.int64, -1)   # each scheduler's warp slots, oldest first (GTO order)
     # GTO: a lower bound on the ready time of every warp of the scheduler but its greedy one (-INF:
     # unknown). A warp's ready time never falls while it does not issue (its t_dep is fixed, unit
     # and pipeline-slot free times only grow), so a scan's minimum stays a bound until the greedy
     # warp changes or a warp is launched or released.
-    lbo = np.full(G, -INF, np.float64)
-    sch_n = np.zeros(G, np.int64)
+    lbo = aligned((G,), np.float64, -INF)
+    sch_n = aligned((G,), np.int64)
     return Scheds(scf, sci, lbo, sch_list, sch_n)
 
 

@@ -43,8 +43,25 @@ def rbar_release(mem, sm_unit, occ, rbar_lat):
     return max2(occ, 1.0)
 
 
+def register_map(s_dst, s_src):
+    """The scoreboard's row of each register the kernel names (``rmap[id]``; -1: never named) and
+    their count (at least 1): dense, in order of first appearance (an instruction's sources, then
+    its destinations, in static order). The flat register-id space is sparse (predicates, uniform
+    registers lie far above the general ones), and a warp's scoreboard row is read at every
+    issue: numbered densely, a warp's registers take a few host cache lines instead of lines
+    registers apart, and the instructions of a loop body, which name the same few registers, find
+    them in the same lines. A bijection of the registers named: the same results. (numpy, for
+    :func:`teg.engine.core.new_state`.)"""
+    ids = np.concatenate([np.asarray(s_src, np.int64), np.asarray(s_dst, np.int64)], axis=1).ravel()
+    ids = ids[ids >= 0]
+    rmap = np.full(int(ids.max()) + 1 if ids.shape[0] else 1, -1, np.int64)
+    uniq, first = np.unique(ids, return_index=True)
+    rmap[uniq[np.argsort(first, kind="stable")]] = np.arange(uniq.shape[0], dtype=np.int64)
+    return rmap, max(int(uniq.shape[0]), 1)
+
+
 @helper
-def pack_static(static, s_fchk, depmodel, pipe_limited, can_fast, issue_interval, sw_same, sw_bar, rbar_lat,
+def pack_static(static, s_fchk, rmap, depmodel, pipe_limited, can_fast, issue_interval, sw_same, sw_bar, rbar_lat,
                 store_path):
     """The static tables as the loop reads them (``X_*`` / ``SF_*`` columns): ``X_CC`` = the
     instruction is timed by its control codes; ``SF_SAME`` its same-warp delay (stall count or
@@ -57,8 +74,9 @@ def pack_static(static, s_fchk, depmodel, pipe_limited, can_fast, issue_interval
     after issue (:func:`_rbar_release`); ``X_GMEM``
     1: needs a memory-pipeline slot, 2: a global write that also needs its SM's store path
     (``store_path``: the path is modelled); ``X_BAR`` a BAR that waits (free barriers: none); source and
-    destination lists with their lengths (up to the first -1), and the destinations the
-    write-after-write check needs (``X_WAW``: those that are not also sources)."""
+    destination lists with their lengths (up to the first -1), as scoreboard rows (``rmap``:
+    :func:`register_map`), and the destinations the write-after-write check needs (``X_WAW``:
+    those that are not also sources)."""
     (s_unit, s_occ, s_lat_exec, s_lat_multi, s_lat_same, s_mem, s_mem_lat, s_store, s_barrier, s_depcause, s_dst,
      s_src, s_ctrl, s_stall, s_yield, s_wbar, s_rbar, s_wait, s_depbar, s_async, s_iline, s_cline, u_occ, u_count,
      u_per_sm) = static
@@ -93,12 +111,12 @@ def pack_static(static, s_fchk, depmodel, pipe_limited, can_fast, issue_interval
         sx[x + X_CLINE] = s_cline[s]
         k = 0
         while k < s_src.shape[1] and s_src[s, k] >= 0:
-            sx[x + X_SRC + k] = s_src[s, k]
+            sx[x + X_SRC + k] = rmap[s_src[s, k]]
             k += 1
         sx[x + X_NSRC] = k
         k = 0
         while k < s_dst.shape[1] and s_dst[s, k] >= 0:
-            sx[x + X_DST + k] = s_dst[s, k]
+            sx[x + X_DST + k] = rmap[s_dst[s, k]]
             k += 1
         sx[x + X_NDST] = k
         # a destination that is also a source never binds the write-after-write check: the source
@@ -127,22 +145,13 @@ def pack_static(static, s_fchk, depmodel, pipe_limited, can_fast, issue_interval
 
 @helper
 def table_sizes(static):
-    """Copies of the most replicated unit (the unit table's row width) and the registers the
-    instructions name (the scoreboard's rows per slot)."""
-    u_count, s_dst, s_src = static.u_count, static.s_dst, static.s_src
+    """Copies of the most replicated unit (the unit table's row width)."""
+    u_count = static.u_count
     maxc = 1
     for u in range(u_count.shape[0]):
         if u_count[u] > maxc:
             maxc = u_count[u]
-    nreg = 1
-    for i in range(s_dst.shape[0]):
-        for k in range(s_dst.shape[1]):
-            if s_dst[i, k] + 1 > nreg:
-                nreg = s_dst[i, k] + 1
-        for k in range(s_src.shape[1]):
-            if s_src[i, k] + 1 > nreg:
-                nreg = s_src[i, k] + 1
-    return maxc, nreg
+    return maxc
 
 
 @helper
