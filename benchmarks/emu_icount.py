@@ -90,26 +90,6 @@ def child(n: int, reps: int, record: bool) -> None:
     print(rows)
 
 
-def jit_totals(path: str) -> dict[str, int]:
-    """Sum of the events cachegrind charged to file ``???`` / function ``???`` (the JIT code)."""
-    events: list[str] = []
-    totals: list[int] = []
-    fl = fn = None
-    with open(path) as f:
-        for line in f:
-            if line.startswith("events:"):
-                events = line.split()[1:]
-                totals = [0] * len(events)
-            elif line.startswith("fl="):
-                fl = line.strip()[3:]
-            elif line.startswith("fn="):
-                fn = line.strip()[3:]
-            elif line[:1].isdigit() and fl == "???" and fn == "???":
-                for i, v in enumerate(line.split()[1:]):
-                    totals[i] += int(v)
-    return dict(zip(events, totals))
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=128, help="matrix size (a multiple of 16)")
@@ -126,7 +106,7 @@ def main() -> int:
     import llvmlite.binding as ll
 
     sys.path.insert(0, str(HERE))
-    from engine_icount import valgrind_safe
+    from engine_icount import jit_totals, valgrind_safe
 
     env = dict(os.environ, NUMBA_CPU_NAME=os.environ.get("TEG_ICOUNT_CPU", "znver3"),
                NUMBA_CPU_FEATURES=valgrind_safe(ll.get_host_cpu_features().flatten()),

@@ -542,11 +542,16 @@ def test_markdown_groups_failed_rows_per_app_and_reason(acc, tmp_path):
     assert "- lud #6 (1 row): exit status 2" in text and "| lud | 7 (6 failed) | 10.0 / 10.0 | -10.0 |" in text
 
 
-def _launch_drain():
-    spec = importlib.util.spec_from_file_location("teg_accuracy_launch_drain", SUITE / "launch_drain.py")
+def _suite_script(name: str):
+    """One of the suite's scripts (benchmarks/accuracy/NAME.py) as a module."""
+    spec = importlib.util.spec_from_file_location(f"teg_accuracy_{name}", SUITE / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+def _launch_drain():
+    return _suite_script("launch_drain")
 
 
 def test_launch_drain_excess_is_gpu_active_minus_the_used_sms_average():
@@ -571,10 +576,7 @@ def test_launch_drain_prints_every_measured_launch_class(capsys):
 
 
 def _stream_lifetime():
-    spec = importlib.util.spec_from_file_location("teg_accuracy_stream_lifetime", SUITE / "stream_lifetime.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return _suite_script("stream_lifetime")
 
 
 def test_stream_lifetime_is_the_slot_period_of_two_blocks_per_sm():
